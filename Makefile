@@ -1,0 +1,36 @@
+# The two commands a new user runs: `make run` and `make test`.
+# Both create .venv and install the pinned, hash-checked dependencies first.
+
+PYTHON ?= $(shell scripts/find-python)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes \
+		-r requirements.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/memcastle serve
+
+test: $(STAMP) lint
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python bench/hierarchy.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The knowledge graph derived from drawers: entities, mentions and relationships."""

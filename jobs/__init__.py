@@ -1,0 +1,1 @@
+"""Durable jobs: records in SurrealDB, executed by Celery (see ARCHITECTURE.md, "Jobs")."""

@@ -1,0 +1,1 @@
+"""The MCP server mounted at /mcp, a thin layer over the application services."""

@@ -1,0 +1,138 @@
+"""What every REST view shares: the base view, the request context and the error mapping.
+
+Views parse the request, call a service and render its answer; the exception handler turns every
+failure, including DRF's own and unexpected exceptions, into `{error, code, help}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memcastle_project.context import MODE_HEADER, RequestContext
+from memcastle_project.errors import InputInvalid, MemCastleError, ServerFailed
+
+logger = logging.getLogger("memcastle.api")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error body of every interface."""
+
+    error = serializers.CharField(help_text="what failed")
+    code = serializers.CharField(help_text="stable identifier, e.g. memcastle::mode::forbidden")
+    help = serializers.CharField(help_text="what to do about it")
+
+
+ERROR_MEANINGS = {
+    400: "invalid input (the message names the field)",
+    401: "missing or wrong bearer token (authentication enabled)",
+    403: "the memory mode forbids the operation",
+    404: "unknown wing, room, drawer or route",
+    405: "method not allowed on this route",
+    409: "conflict with the palace's current state",
+    500: "server failure; the detail is in the daemon log",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """OpenAPI responses for the error statuses a route can answer (401 and 500 always)."""
+    codes = sorted({*statuses, 401, 500})
+    return {
+        code: OpenApiResponse(response=ErrorSerializer, description=ERROR_MEANINGS[code])
+        for code in codes
+    }
+
+
+def request_context(request: Request, *, body: Any = None) -> RequestContext:
+    """The memory mode from the header, the channel from the body's `requested_by`."""
+    requested_by = body.get("requested_by") if isinstance(body, dict) else None
+    return RequestContext.build(mode=request.headers.get(MODE_HEADER), requested_by=requested_by)
+
+
+def created_response(answer: dict[str, Any]) -> Response:
+    """201 for something new, 200 when it already existed (`created: false`)."""
+    return Response(answer, status=201 if answer.get("created") else 200)
+
+
+class MemCastleView(APIView):
+    """Base of every REST view: JSON in and out, authentication done at the ASGI edge."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+    parser_classes = [JSONParser]
+    renderer_classes = [JSONRenderer]
+
+
+def _translate(exc: Exception) -> MemCastleError:
+    if isinstance(exc, MemCastleError):
+        return exc
+    if isinstance(exc, exceptions.ParseError):
+        return InputInvalid("body", f"is not valid JSON ({exc.detail})")
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return MemCastleError(
+            str(exc.detail),
+            code="memcastle::input::invalid",
+            status=415,
+            help="send the body as JSON with `Content-Type: application/json`",
+        )
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return MemCastleError(
+            str(exc.detail),
+            code="memcastle::http::method_not_allowed",
+            status=405,
+            help="see the allowed methods in the Allow header or at /api/docs/",
+        )
+    if isinstance(exc, (exceptions.NotFound, exceptions.NotAcceptable)):
+        return route_not_found(exc.status_code)
+    if isinstance(exc, exceptions.APIException):
+        return MemCastleError(
+            str(exc.detail), code="memcastle::input::invalid", status=exc.status_code
+        )
+    logger.exception("unexpected failure while handling a request", exc_info=exc)
+    return ServerFailed()
+
+
+def route_not_found(status: int = 404) -> MemCastleError:
+    return MemCastleError(
+        "no such route",
+        code="memcastle::http::not_found",
+        status=status,
+        help="the routes are listed at /api/docs/ and /api/schema/",
+    )
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """DRF's EXCEPTION_HANDLER: every failure of a view becomes the error body."""
+    from django.http import Http404
+
+    error = route_not_found() if isinstance(exc, Http404) else _translate(exc)
+    response = Response(error.body(), status=error.status)
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        view = context.get("view")
+        if view is not None:
+            response["Allow"] = ", ".join(view.allowed_methods)
+    return response
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    error = route_not_found()
+    return JsonResponse(error.body(), status=error.status)
+
+
+def handler400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    error = InputInvalid("request", "could not be read")
+    return JsonResponse(error.body(), status=error.status)
+
+
+def handler500(request: HttpRequest) -> JsonResponse:
+    error = ServerFailed()
+    return JsonResponse(error.body(), status=error.status)

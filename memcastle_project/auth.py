@@ -1,0 +1,92 @@
+"""Bearer tokens: the configured secret and the generated token.
+
+Two credentials are accepted: the configured secret (`auth.token`) and the generated token, of
+which only a SHA-256 digest is stored. The stored digest is read on every request, so generating
+or revoking a token takes effect at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import secrets
+from typing import Any
+
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import MemCastleError
+from memcastle_project.store import Store
+
+logger = logging.getLogger(__name__)
+
+ALGORITHM = "sha256"
+VERSION = 1
+TOKEN_PREFIX = "mc_"
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class TokenService:
+    """The generated token's lifecycle, and the check of a presented credential."""
+
+    def __init__(self, store: Store, *, enabled: bool, secret: str | None) -> None:
+        self.store = store
+        self.enabled = enabled
+        self._secret_digest = digest(secret) if secret else None
+
+    def has_credential(self) -> bool:
+        return self._secret_digest is not None or self._stored_digest() is not None
+
+    def _stored_digest(self) -> str | None:
+        row = self.store.one("SELECT * FROM ONLY auth_state:token")
+        if not row or row.get("algorithm") != ALGORITHM or row.get("version") != VERSION:
+            return None
+        return row.get("digest")
+
+    def verify(self, authorization: str | None) -> bool:
+        """True when the header carries a valid token. A store error refuses."""
+        if not authorization:
+            return False
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        presented = digest(token.strip())
+        if self._secret_digest and hmac.compare_digest(presented, self._secret_digest):
+            return True
+        try:
+            stored = self._stored_digest()
+        except MemCastleError:
+            logger.warning("token check refused a request: the datastore did not answer")
+            return False
+        return stored is not None and hmac.compare_digest(presented, stored)
+
+    def generate(self, ctx: RequestContext) -> dict[str, Any]:
+        """A new token, shown once; it replaces the previous one. Not gated by a memory mode."""
+        try:
+            token = TOKEN_PREFIX + secrets.token_hex(32)
+        except OSError:  # pragma: no cover - the OS random source is unreadable
+            raise MemCastleError(
+                "the operating system's random source is unavailable; no token was made",
+                code="memcastle::auth::entropy_unavailable",
+            ) from None
+        created_at = dt.datetime.now(dt.UTC)
+        self.store.query(
+            "UPSERT auth_state:token CONTENT "
+            "{digest: $digest, algorithm: $algorithm, version: $version, created_at: $at}",
+            {"digest": digest(token), "algorithm": ALGORITHM, "version": VERSION, "at": created_at},
+        )
+        logger.info("a new API token was generated (requested by %s)", ctx.requested_by)
+        return {
+            "token": token,
+            "algorithm": ALGORITHM,
+            "version": VERSION,
+            "created_at": created_at,
+        }
+
+    def revoke(self, ctx: RequestContext) -> dict[str, bool]:
+        self.store.query("DELETE auth_state:token")
+        logger.info("the API token was revoked (requested by %s)", ctx.requested_by)
+        return {"revoked": True}

@@ -1,0 +1,318 @@
+"""Daemon configuration: built-in defaults < TOML file < `MEMCASTLE_*` environment < flags.
+
+Every setting is declared once in `SETTINGS` with its default, its environment variable and the
+parser that validates it. Validation runs once on the merged result; a bad value stops start-up
+with `memcastle::config::invalid` naming the key and where the value came from.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memcastle_project.errors import ConfigInvalid, MemCastleError
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "off")
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def _xdg(variable: str, fallback: str, env: Mapping[str, str]) -> Path:
+    """An XDG base directory; unset, empty or relative values are ignored."""
+    value = env.get(variable, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return _home() / fallback
+
+
+def default_config_file(env: Mapping[str, str]) -> Path:
+    return _xdg("XDG_CONFIG_HOME", ".config", env) / "memcastle" / "config.toml"
+
+
+def default_palace_path(env: Mapping[str, str]) -> Path:
+    return _xdg("XDG_DATA_HOME", ".local/share", env) / "memcastle" / "default"
+
+
+def state_dir(env: Mapping[str, str]) -> Path:
+    return _xdg("XDG_STATE_HOME", ".local/state", env) / "memcastle"
+
+
+# Parsers take the raw value (a TOML value, or a string from the environment) and return the
+# typed value, raising ValueError with a reason that completes "expected ...".
+
+
+def _bool(raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "1", "yes", "on"):
+        return True
+    if isinstance(raw, str) and raw.strip().lower() in ("false", "0", "no", "off"):
+        return False
+    raise ValueError("true or false")
+
+
+def _port(raw: object) -> int:
+    if isinstance(raw, bool):
+        raise ValueError("a port number 0-65535")
+    try:
+        port = int(raw) if isinstance(raw, (int, str)) else -1
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise ValueError("a port number 0-65535")
+    return port
+
+
+def _ip(raw: object) -> str:
+    text = str(raw).strip() if isinstance(raw, str) else ""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        hint = " (give the port separately as server.port)" if ":" in text and "." in text else ""
+        raise ValueError(f"an IP address such as 127.0.0.1 or ::1, not a host name{hint}") from None
+
+
+def _absolute_path(raw: object) -> Path:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("an absolute path")
+    path = Path(os.path.expanduser(raw))
+    if not path.is_absolute():
+        raise ValueError("an absolute path")
+    return path
+
+
+def _choice(*choices: str) -> Callable[[object], str]:
+    def parse(raw: object) -> str:
+        if isinstance(raw, str) and raw.strip().lower() in choices:
+            return raw.strip().lower()
+        raise ValueError(" or ".join(f"`{c}`" for c in choices))
+
+    return parse
+
+
+def _log_filter(raw: object) -> str:
+    """A level (`info`) or a directive list (`memcastle=debug,warn`)."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"a level ({', '.join(LOG_LEVELS)}) or a directive like memcastle=debug")
+    for part in raw.split(","):
+        level = part.split("=", 1)[-1].strip().lower()
+        if level not in LOG_LEVELS:
+            raise ValueError(
+                f"a level ({', '.join(LOG_LEVELS)}) or a directive like memcastle=debug"
+            )
+    return raw.strip()
+
+
+def _secret(raw: object) -> str:
+    if not isinstance(raw, str) or len(raw) < 16:
+        raise ValueError("a secret of at least 16 characters")
+    if raw != raw.strip():
+        raise ValueError("a secret without leading or trailing whitespace")
+    return raw
+
+
+def _optional_str(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValueError("a string")
+    return raw
+
+
+def _store_url(raw: object) -> str:
+    if not isinstance(raw, str) or not re.match(r"^wss?://[^/\s]+", raw):
+        raise ValueError("a ws:// or wss:// URL of a SurrealDB server")
+    return raw
+
+
+_DURATION = re.compile(r"^(\d+)(ms|s|m|h)$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+def _store_sync(raw: object) -> str:
+    """`every`, `never`, or an interval over 100ms such as `500ms`, `5s`, `1m`."""
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    if text in ("every", "never"):
+        return text
+    match = _DURATION.match(text)
+    if match and int(match.group(1)) * _DURATION_MS[match.group(2)] > 100:
+        return text
+    raise ValueError("`every`, `never` or an interval over 100ms such as `500ms`, `5s`, `1m`")
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    default: object
+    parse: Callable[[object], object]
+    env: str | None = None
+    env_trim: bool = False
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("palace.path", None, _absolute_path, "MEMCASTLE_PALACE_PATH"),
+    Setting("server.bind", "127.0.0.1", _ip, "MEMCASTLE_BIND"),
+    Setting("server.port", 8420, _port, "MEMCASTLE_PORT"),
+    Setting("logging.level", "info", _log_filter, "MEMCASTLE_LOG"),
+    Setting("logging.format", "text", _choice("text", "json"), "MEMCASTLE_LOG_FORMAT"),
+    Setting("auth.enabled", False, _bool, "MEMCASTLE_AUTH_ENABLED"),
+    Setting("auth.token", None, _secret, "MEMCASTLE_AUTH_TOKEN", env_trim=True),
+    Setting("web.enable", False, _bool, "MEMCASTLE_WEB_ENABLE"),
+    Setting("store.mode", "embedded", _choice("embedded", "remote")),
+    Setting("store.sync", "every", _store_sync, "MEMCASTLE_STORE_SYNC"),
+    Setting("store.url", None, _store_url),
+    Setting("store.namespace", "memcastle", _optional_str),
+    Setting("store.database", "palace", _optional_str),
+    Setting("store.username", None, _optional_str),
+    Setting("store.password", None, _optional_str),
+)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    mode: str
+    sync: str
+    url: str | None
+    namespace: str
+    database: str
+    username: str | None
+    password: str | None
+
+    def __repr__(self) -> str:
+        # The remote password must never reach a log line or a traceback.
+        return f"StoreConfig(mode={self.mode!r}, url={self.url!r}, sync={self.sync!r})"
+
+
+@dataclass(frozen=True)
+class Config:
+    palace_path: Path
+    bind: str
+    port: int
+    log_level: str
+    log_format: str
+    auth_enabled: bool
+    auth_token: str | None
+    web_enable: bool
+    store: StoreConfig
+    config_file: Path | None
+
+    def __repr__(self) -> str:
+        return (
+            f"Config(palace_path={str(self.palace_path)!r}, bind={self.bind!r}, "
+            f"port={self.port!r}, auth_enabled={self.auth_enabled!r}, store={self.store!r})"
+        )
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for name, value in table.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{key}."))
+        else:
+            flat[key] = value
+    return flat
+
+
+def _read_file(path: Path, explicit: bool) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if not explicit:
+            return {}
+        raise MemCastleError(
+            f"config file {path} does not exist",
+            code="memcastle::io::failed",
+            help="create the file or drop --config / MEMCASTLE_CONFIG to use the defaults",
+        ) from None
+    except OSError as exc:
+        raise MemCastleError(
+            f"config file {path} cannot be read: {exc.strerror}",
+            code="memcastle::io::failed",
+            help="check the file's permissions",
+        ) from None
+    try:
+        return _flatten(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigInvalid(
+            f"config file {path} is not valid TOML: {exc}",
+            help="fix the TOML syntax and start again",
+        ) from None
+
+
+def load_config(
+    *,
+    config_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, object] | None = None,
+) -> Config:
+    """Merge defaults, the config file, the environment and flag overrides, then validate."""
+    env = os.environ if env is None else env
+    explicit = config_file or env.get("MEMCASTLE_CONFIG") or None
+    path = Path(explicit).expanduser() if explicit else default_config_file(env)
+    file_values = _read_file(path, explicit=bool(explicit))
+
+    values: dict[str, object] = {}
+    for setting in SETTINGS:
+        raw, origin = setting.default, "the default"
+        if setting.key in file_values:
+            raw, origin = file_values[setting.key], f"{path}"
+        if setting.env and setting.env in env:
+            env_value = env[setting.env]
+            raw, origin = (env_value.strip() if setting.env_trim else env_value), setting.env
+        if overrides and overrides.get(setting.key) is not None:
+            raw, origin = overrides[setting.key], "the command line"
+        values[setting.key] = _validate(setting, raw, origin)
+
+    if values["palace.path"] is None:
+        values["palace.path"] = default_palace_path(env)
+    _check_store(values)
+    return Config(
+        palace_path=values["palace.path"],  # type: ignore[arg-type]
+        bind=values["server.bind"],  # type: ignore[arg-type]
+        port=values["server.port"],  # type: ignore[arg-type]
+        log_level=values["logging.level"],  # type: ignore[arg-type]
+        log_format=values["logging.format"],  # type: ignore[arg-type]
+        auth_enabled=values["auth.enabled"],  # type: ignore[arg-type]
+        auth_token=values["auth.token"],  # type: ignore[arg-type]
+        web_enable=values["web.enable"],  # type: ignore[arg-type]
+        store=StoreConfig(
+            mode=values["store.mode"],  # type: ignore[arg-type]
+            sync=values["store.sync"],  # type: ignore[arg-type]
+            url=values["store.url"],  # type: ignore[arg-type]
+            namespace=values["store.namespace"],  # type: ignore[arg-type]
+            database=values["store.database"],  # type: ignore[arg-type]
+            username=values["store.username"],  # type: ignore[arg-type]
+            password=values["store.password"],  # type: ignore[arg-type]
+        ),
+        config_file=path if path.exists() else None,
+    )
+
+
+def _validate(setting: Setting, raw: object, origin: str) -> object:
+    if raw is None:
+        return None
+    try:
+        return setting.parse(raw)
+    except ValueError as exc:
+        shown = "<secret>" if setting.key in ("auth.token", "store.password") else repr(raw)
+        raise ConfigInvalid(
+            f"invalid value for `{setting.key}` from {origin}: expected {exc}, got {shown}"
+        ) from None
+
+
+def _check_store(values: dict[str, object]) -> None:
+    if values["store.mode"] == "remote" and not values["store.url"]:
+        raise ConfigInvalid(
+            "invalid value for `store.url`: a remote store needs a ws:// or wss:// URL"
+        )
+    if values["store.mode"] == "embedded" and values["store.url"]:
+        raise ConfigInvalid(
+            'invalid value for `store.url`: it is only used with store.mode = "remote"'
+        )

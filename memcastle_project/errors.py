@@ -1,0 +1,94 @@
+"""The one error type of MemCastle.
+
+Every failure on every interface is `{error, code, help}` with an HTTP status. Services raise
+`MemCastleError` (or a subclass); REST renders it as the response body, MCP as the text of an
+error result, and the CLI as a diagnostic. Nothing else decides what a client sees.
+"""
+
+from __future__ import annotations
+
+
+class MemCastleError(Exception):
+    """A failure a client can act on: what failed, a stable code, and what to do."""
+
+    status: int = 500
+    code: str = "memcastle::server::failed"
+    help: str = "retry the request; if it keeps failing, read the daemon log"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        help: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+        if help is not None:
+            self.help = help
+
+    def body(self) -> dict[str, str]:
+        return {"error": self.message, "code": self.code, "help": self.help}
+
+
+class InputInvalid(MemCastleError):
+    """Bad input. The message always names the field, option or header at fault."""
+
+    status = 400
+    code = "memcastle::input::invalid"
+
+    def __init__(self, field: str, problem: str, *, help: str | None = None) -> None:
+        super().__init__(
+            f"`{field}` {problem}",
+            help=help or f"correct `{field}` and send the request again",
+        )
+        self.field = field
+
+
+class NotFound(MemCastleError):
+    status = 404
+
+
+class Conflict(MemCastleError):
+    status = 409
+
+
+class ModeForbidden(MemCastleError):
+    status = 403
+    code = "memcastle::mode::forbidden"
+    help = (
+        "switch the session/request to Full mode to allow writes, "
+        "or to Full/ReadOnly to allow reads"
+    )
+
+
+class Unauthorized(MemCastleError):
+    status = 401
+    code = "memcastle::auth::unauthorized"
+    help = "send `Authorization: Bearer <token>`; see `memcastle auth generate`"
+
+
+class ConfigInvalid(MemCastleError):
+    code = "memcastle::config::invalid"
+    help = "fix the setting in the config file or environment and start again"
+
+
+class StoreFailed(MemCastleError):
+    """The datastore could not be opened or answered with an error."""
+
+    code = "memcastle::store::backend_failed"
+    help = "check the daemon log; the palace may be locked by another process"
+
+
+class ServerFailed(MemCastleError):
+    """An unexpected failure. The detail goes to the log, never to the client."""
+
+    code = "memcastle::server::failed"
+
+    def __init__(self) -> None:
+        super().__init__("the daemon failed to handle the request")

@@ -1,0 +1,58 @@
+"""Logging set-up from `logging.level` (a level or directives like `memcastle=debug,warn`) and
+`logging.format` (`text`, or `json`: one object per line)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sys
+
+TRACE = 5
+LEVELS = {
+    "trace": TRACE,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "off": logging.CRITICAL + 10,
+}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "target": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(level_filter: str, log_format: str) -> None:
+    """`info` sets the root level; `memcastle=debug` sets the `memcastle*` loggers (our
+    packages log under their module names, so `memcastle` covers `memcastle_project` too)."""
+    logging.addLevelName(TRACE, "TRACE")
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    for directive in level_filter.split(","):
+        target, _, level = directive.strip().rpartition("=")
+        value = LEVELS[level.strip().lower()]
+        if not target:
+            root.setLevel(value)
+            continue
+        names = [target]
+        if target == "memcastle":
+            names += ["memcastle_project", "palace", "jobs", "sources", "graph", "mcp_bridge"]
+        for name in names:
+            logging.getLogger(name).setLevel(value)

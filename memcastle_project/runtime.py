@@ -1,0 +1,54 @@
+"""The running daemon's state: its configuration, its store and the services built on it.
+
+`serve` builds one `Runtime` at start-up and installs it; transports reach the services through
+`current()`. Nothing here opens connections on import.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memcastle_project.auth import TokenService
+from memcastle_project.config import Config
+from memcastle_project.errors import ServerFailed
+from memcastle_project.store import Store
+from palace.repository import PalaceRepository
+from palace.services import PalaceService
+
+
+@dataclass
+class Runtime:
+    config: Config
+    store: Store
+    tokens: TokenService
+    palace: PalaceService
+    bind_addr: str = ""
+    started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    pid: int = field(default_factory=os.getpid)
+    request_shutdown: Callable[[], None] = lambda: None
+
+    @classmethod
+    def build(cls, config: Config, store: Store) -> Runtime:
+        return cls(
+            config=config,
+            store=store,
+            tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
+            palace=PalaceService(PalaceRepository(store)),
+        )
+
+
+_current: Runtime | None = None
+
+
+def install(runtime: Runtime | None) -> None:
+    global _current
+    _current = runtime
+
+
+def current() -> Runtime:
+    if _current is None:
+        raise ServerFailed()
+    return _current

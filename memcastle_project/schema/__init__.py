@@ -1,0 +1,1 @@
+"""Versioned SurrealQL migrations, applied in order at start-up (see `store.Store.migrate`)."""

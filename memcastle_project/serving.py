@@ -1,0 +1,173 @@
+"""Starting and stopping the daemon: `memcastle serve`.
+
+Start-up order: validate configuration, bind the listener (an address in use fails here, before
+storage is touched), open the store, apply migrations, check auth, then serve with Daphne in this
+process. SIGINT, SIGTERM and `POST /api/shutdown` stop the reactor; the store is closed (which
+releases the palace's lock) and the registry file removed before the process exits with 0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import socket
+
+# Daphne installs Twisted's asyncio reactor when imported: it must come before anything else
+# imports `twisted.internet.reactor`.
+from daphne.server import Server  # isort: skip
+
+from memcastle_project import __version__, runtime
+from memcastle_project.config import Config, state_dir
+from memcastle_project.errors import MemCastleError
+from memcastle_project.logs import configure_logging
+from memcastle_project.store import Store
+
+logger = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_SECS = 3
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    shown = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+    try:
+        sock.bind((host, port))
+        sock.listen(256)
+    except OSError as exc:
+        sock.close()
+        raise MemCastleError(
+            f"cannot listen on {shown}: {exc.strerror}",
+            code="memcastle::server::bind_failed",
+            help="stop what holds the address, or choose another with server.port / "
+            "MEMCASTLE_PORT (a daemon for this palace may already be running)",
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
+def address_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if sock.family == socket.AF_INET6 else f"{host}:{port}"
+
+
+class RegistryFile:
+    """`<state>/run/<hash>/daemon.json`: how clients find the daemon of a palace.
+
+    Written once the daemon is ready to serve, removed at clean shutdown.
+    """
+
+    def __init__(self, config: Config) -> None:
+        identity = (
+            config.store.url if config.store.mode == "remote" else str(config.palace_path.resolve())
+        )
+        digest = hashlib.sha256((identity or "").encode()).hexdigest()[:16]
+        self.path = state_dir(os.environ) / "run" / digest / "daemon.json"
+
+    def write(self, bind_addr: str, started_at: dt.datetime) -> None:
+        record = {
+            "pid": os.getpid(),
+            "bind_addr": bind_addr,
+            "started_at": started_at.isoformat().replace("+00:00", "Z"),
+            "version": __version__,
+        }
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(record), encoding="utf-8")
+            temporary.replace(self.path)
+        except OSError as exc:
+            logger.warning("could not write the registry file %s: %s", self.path, exc)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _endpoint(sock: socket.socket) -> str:
+    """Daphne's description of the listener we already bound.
+
+    IPv4 sockets are handed over as a duplicate descriptor (Twisted closes the one it adopts).
+    Daphne's descriptor endpoint cannot say "IPv6", so an IPv6 listener is closed and bound again
+    by Twisted on the same, already known, port.
+    """
+    if sock.family == socket.AF_INET:
+        return f"fd:fileno={os.dup(sock.fileno())}"
+    host, port = sock.getsockname()[:2]
+    sock.close()
+    escaped = host.replace(":", "\\:")
+    return f"tcp6:port={port}:interface={escaped}"
+
+
+def _check_auth(daemon: runtime.Runtime) -> None:
+    if daemon.config.auth_enabled and not daemon.tokens.has_credential():
+        raise MemCastleError(
+            "authentication is enabled but there is no token: neither auth.token nor a "
+            "generated token is set",
+            code="memcastle::auth::not_configured",
+            help="set MEMCASTLE_AUTH_TOKEN (16+ characters) or auth.token, or start once with "
+            "auth disabled and run `memcastle auth generate`",
+        )
+
+
+def serve(config: Config) -> int:
+    """Run the daemon until it is asked to stop; returns the exit status."""
+    configure_logging(config.log_level, config.log_format)
+    sock = bind_listener(config.bind, config.port)
+    store = Store.from_config(config)
+    try:
+        store.open()
+        state = store.migrate()
+        logger.info("schema at migration %d of %d", state.applied, state.available)
+        daemon = runtime.Runtime.build(config, store)
+        daemon.bind_addr = address_of(sock)
+        _check_auth(daemon)
+        if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
+            logger.warning("listening on %s without authentication", daemon.bind_addr)
+        _run(daemon, sock)
+    finally:
+        runtime.install(None)
+        store.close()
+        sock.close()
+    logger.info("stopped")
+    return 0
+
+
+def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
+    from twisted.internet import reactor
+
+    from memcastle_project.asgi import application
+
+    registry = RegistryFile(daemon.config)
+
+    def stop_soon() -> None:
+        # Let the shutdown request's own response reach the client before the reactor stops.
+        reactor.callFromThread(reactor.callLater, 0.2, reactor.stop)
+
+    def ready() -> None:
+        registry.write(daemon.bind_addr, daemon.started_at)
+        logger.info(
+            "MemCastle %s serving palace %s on http://%s (pid %d)",
+            __version__,
+            daemon.config.palace_path,
+            daemon.bind_addr,
+            daemon.pid,
+        )
+
+    daemon.request_shutdown = stop_soon
+    runtime.install(daemon)
+    server = Server(
+        application=application,
+        endpoints=[_endpoint(sock)],
+        signal_handlers=True,
+        application_close_timeout=SHUTDOWN_GRACE_SECS,
+        ready_callable=ready,
+        verbosity=0,
+    )
+    try:
+        server.run()
+    finally:
+        registry.remove()

@@ -1,0 +1,63 @@
+"""Django settings. MemCastle keeps everything in SurrealDB, so there is no Django database.
+
+Runtime configuration (palace path, address, auth...) is not read here: `memcastle serve` loads
+it with `memcastle_project.config` and installs the runtime (see `memcastle_project.runtime`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from memcastle_project import __version__
+
+# Sessions, CSRF and signed cookies are not used; the key only has to exist.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50)
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "palace",
+]
+MIDDLEWARE: list[str] = []
+ROOT_URLCONF = "memcastle_project.urls"
+ASGI_APPLICATION = "memcastle_project.asgi.application"
+DATABASES: dict = {}
+APPEND_SLASH = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+STATIC_URL = "static/"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {"context_processors": []},
+    }
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "memcastle_project.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MemCastle",
+    "DESCRIPTION": (
+        "The REST API of the MemCastle memory daemon. Every failure is "
+        "`{error, code, help}` with the status each route lists."
+    ),
+    "VERSION": __version__,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Logging is configured by `memcastle_project.logs` when the daemon starts.
+LOGGING_CONFIG = None

@@ -1,0 +1,226 @@
+"""The connection to SurrealDB and the versioned schema migrations.
+
+One process owns an embedded palace and opens it once: the engine locks its files exclusively, so
+request threads and workers share this one connection. A remote store (`ws://`, `wss://`) is the
+same API over the SurrealDB RPC protocol.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from surrealdb import Null, RecordID, Surreal
+from surrealdb.errors import ConnectionUnavailableError, SurrealError
+
+from memcastle_project.config import Config
+from memcastle_project.errors import MemCastleError, StoreFailed
+
+logger = logging.getLogger(__name__)
+
+NAMESPACE = "memcastle"
+DATABASE = "palace"
+
+
+class UniqueViolation(Exception):
+    """A write broke a unique index; the caller decides what that means in the domain."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    text: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class MigrationState:
+    applied: int
+    available: int
+
+    @property
+    def pending(self) -> int:
+        return self.available - self.applied
+
+    def as_dict(self) -> dict[str, int]:
+        return {"applied": self.applied, "available": self.available, "pending": self.pending}
+
+
+def bundled_migrations() -> list[Migration]:
+    """The `.surql` files under `memcastle_project/schema`, ordered by their version prefix."""
+    migrations = []
+    for entry in resources.files("memcastle_project.schema").iterdir():
+        if not entry.name.endswith(".surql"):
+            continue
+        version, _, name = entry.name.removesuffix(".surql").partition("_")
+        migrations.append(Migration(int(version), name, entry.read_text(encoding="utf-8")))
+    return sorted(migrations, key=lambda m: m.version)
+
+
+def plain(value: Any) -> Any:
+    """Turn SDK values into plain Python: record ids into their key, NULL into None."""
+    if isinstance(value, RecordID):
+        return value.id
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if value is Null or type(value).__name__ == "NullType":
+        return None
+    if isinstance(value, dt.datetime):
+        utc = value.astimezone(dt.UTC)
+        return dt.datetime(*utc.timetuple()[:6], utc.microsecond, tzinfo=dt.UTC)
+    return value
+
+
+class Store:
+    """A SurrealDB connection with the palace's namespace and database selected."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = NAMESPACE,
+        database: str = DATABASE,
+        username: str | None = None,
+        password: str | None = None,
+        palace_path: Path | None = None,
+    ) -> None:
+        self.url = url
+        self.namespace = namespace
+        self.database = database
+        self._username = username
+        self._password = password
+        self.palace_path = palace_path
+        self._db: Any = None
+
+    @classmethod
+    def from_config(cls, config: Config) -> Store:
+        store = config.store
+        if store.mode == "remote":
+            return cls(
+                store.url or "",
+                namespace=store.namespace,
+                database=store.database,
+                username=store.username,
+                password=store.password,
+            )
+        db_dir = config.palace_path / "db"
+        return cls(f"surrealkv://{db_dir}?sync={store.sync}", palace_path=config.palace_path)
+
+    @property
+    def mode(self) -> str:
+        return "remote" if self.url.startswith(("ws://", "wss://")) else "embedded"
+
+    def open(self) -> None:
+        if self.palace_path is not None:
+            self.palace_path.mkdir(parents=True, exist_ok=True)
+        try:
+            db = Surreal(self.url)
+            db.connect()
+            if self._username is not None:
+                db.signin({"username": self._username, "password": self._password or ""})
+            db.use(self.namespace, self.database)
+        except ConnectionUnavailableError as exc:
+            raise self._open_failed(exc) from None
+        except SurrealError as exc:
+            raise self._open_failed(exc) from None
+        self._db = db
+
+    def _open_failed(self, exc: Exception) -> MemCastleError:
+        if "locked" in str(exc).lower():
+            return StoreFailed(
+                f"the palace at {self.palace_path} is locked by another process: "
+                "a MemCastle daemon probably holds it",
+                help="talk to the running daemon (`memcastle status`), or stop it first",
+            )
+        where = self.palace_path if self.palace_path is not None else self.url
+        return StoreFailed(f"the datastore at {where} could not be opened: {exc}")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def query(self, sql: str, variables: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run one or more statements; returns one plain result per statement.
+
+        A statement error raises: `UniqueViolation` for a unique index, `StoreFailed` otherwise
+        (its detail is logged, the client sees a generic message).
+        """
+        if self._db is None:
+            raise StoreFailed("the datastore is not open")
+        try:
+            results = self._db.query(sql, dict(variables or {})).execute()
+        except SurrealError as exc:
+            text = str(exc)
+            if "already contains" in text and "index" in text.lower():
+                raise UniqueViolation(text) from None
+            logger.error("datastore query failed: %s\n%s", text, sql.strip()[:2000])
+            raise StoreFailed("the datastore failed to answer") from None
+        return plain(results)
+
+    def one(self, sql: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """The result of the last statement of `sql`."""
+        return self.query(sql, variables)[-1]
+
+    def healthy(self) -> tuple[bool, str | None]:
+        try:
+            self.one("RETURN 1")
+        except MemCastleError as exc:
+            return False, exc.message
+        return True, None
+
+    def migration_state(self) -> MigrationState:
+        applied = self.one(
+            "DEFINE TABLE IF NOT EXISTS schema_migration SCHEMALESS; "
+            "SELECT VALUE version FROM schema_migration"
+        )
+        return MigrationState(applied=len(applied), available=len(bundled_migrations()))
+
+    def migrate(self) -> MigrationState:
+        """Apply each bundled migration not yet recorded, each in its own transaction.
+
+        The watermark row is written in the same transaction as the schema it records, so a
+        crash leaves either both or neither.
+        """
+        applied = set(
+            self.one(
+                "DEFINE TABLE IF NOT EXISTS schema_migration SCHEMALESS; "
+                "SELECT VALUE version FROM schema_migration"
+            )
+        )
+        for migration in bundled_migrations():
+            if migration.version in applied:
+                continue
+            logger.info("applying schema migration %04d %s", migration.version, migration.name)
+            try:
+                self.query(
+                    "BEGIN TRANSACTION;\n"
+                    f"{migration.text}\n"
+                    "CREATE type::record('schema_migration', $version) CONTENT {version: $version, "
+                    "name: $name, checksum: $checksum, applied_at: time::now()};\n"
+                    "COMMIT TRANSACTION;",
+                    {
+                        "version": migration.version,
+                        "name": migration.name,
+                        "checksum": migration.checksum,
+                    },
+                )
+            except (StoreFailed, UniqueViolation) as exc:
+                raise MemCastleError(
+                    f"schema migration {migration.version:04d} {migration.name} failed",
+                    code="memcastle::migrate::failed",
+                    help="read the daemon log for the statement that failed",
+                ) from exc
+        return self.migration_state()

@@ -1,0 +1,33 @@
+"""Every route of the REST API, under /api."""
+
+from __future__ import annotations
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from memcastle_project import views
+from palace import views as palace
+
+urlpatterns = [
+    path("api/health", views.HealthView.as_view()),
+    path("api/status", views.StatusView.as_view()),
+    path("api/shutdown", views.ShutdownView.as_view()),
+    path("api/auth/token", views.TokenView.as_view()),
+    path("api/wings", palace.WingsView.as_view()),
+    path("api/wings/<str:wing>", palace.WingView.as_view()),
+    path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view()),
+    path("api/wings/<str:wing>/rooms/<str:room>", palace.RoomView.as_view()),
+    path("api/wings/<str:wing>/rooms/<str:room>/drawers", palace.DrawersView.as_view()),
+    path(
+        "api/wings/<str:wing>/rooms/<str:room>/drawers/<path:drawer>",
+        palace.DrawerView.as_view(),
+    ),
+    path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view()),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
+    re_path(r"^ui(?:/(?P<path>.*))?$", views.dashboard),
+]
+
+handler400 = "memcastle_project.api.handler400"
+handler404 = "memcastle_project.api.handler404"
+handler500 = "memcastle_project.api.handler500"

@@ -1,0 +1,96 @@
+"""REST views of the daemon itself: health, status, shutdown, the API token and `/ui`."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memcastle_project import runtime, system
+from memcastle_project.api import MemCastleView, errors, request_context, route_not_found
+
+
+class HealthView(MemCastleView):
+    @extend_schema(
+        summary="Liveness probe; always open, never touches the datastore",
+        responses={200: inline_serializer("Health", {"status": serializers.CharField()})},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(system.health())
+
+
+class StatusView(MemCastleView):
+    @extend_schema(
+        summary="Status report (an unhealthy datastore is reported inside a 200)",
+        responses={200: serializers.DictField(), **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(system.status(runtime.current(), request_context(request)))
+
+
+class ShutdownView(MemCastleView):
+    @extend_schema(
+        summary="Stop the daemon gracefully",
+        request=None,
+        responses={
+            202: inline_serializer("Shutdown", {"shutting_down": serializers.BooleanField()})
+        },
+    )
+    def post(self, request: Request) -> Response:
+        return Response(system.shutdown(runtime.current()), status=202)
+
+
+class TokenView(MemCastleView):
+    @extend_schema(
+        summary="Generate the API token (shown once; replaces the previous one)",
+        request=None,
+        responses={
+            201: inline_serializer(
+                "Token",
+                {
+                    "token": serializers.CharField(),
+                    "algorithm": serializers.CharField(),
+                    "version": serializers.IntegerField(),
+                    "created_at": serializers.DateTimeField(),
+                },
+            ),
+            **errors(400),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        answer = runtime.current().tokens.generate(request_context(request, body=request.data))
+        response = Response(answer, status=201)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @extend_schema(
+        summary="Revoke the generated API token (the configured secret is unaffected)",
+        request=None,
+        responses={
+            200: inline_serializer("Revoked", {"revoked": serializers.BooleanField()}),
+            **errors(400),
+        },
+    )
+    def delete(self, request: Request) -> Response:
+        return Response(runtime.current().tokens.revoke(request_context(request)))
+
+
+def dashboard(request: HttpRequest, path: str = "") -> HttpResponse:
+    """`/ui`: the dashboard's files are not shipped yet, so an enabled dashboard answers 503."""
+    if not runtime.current().config.web_enable or request.method not in ("GET", "HEAD"):
+        error = route_not_found()
+        return HttpResponse(
+            content=json.dumps(error.body()),
+            status=error.status,
+            content_type="application/json",
+        )
+    return HttpResponse(
+        "<!doctype html><title>MemCastle</title>"
+        "<p>The dashboard's files are not installed in this version of MemCastle.</p>",
+        status=503,
+        content_type="text/html; charset=utf-8",
+    )

@@ -1,0 +1,1 @@
+"""The palace: wings hold rooms, rooms hold drawers, drawers hold verbatim memories."""

@@ -1,0 +1,73 @@
+"""What a drawer is made of: verbatim content, its digests, its source and its provenance."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from memcastle_project.errors import InputInvalid
+
+SOURCE_KINDS = ("file", "manual", "transcript", "note", "other")
+PREVIEW_CHARS = 120
+
+
+def content_hash(content: str) -> str:
+    """Lowercase hex SHA-256 of the exact bytes: two drawers with it are the same text."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def fingerprint(content: str) -> str:
+    """SHA-256 of the content with case, punctuation and whitespace ignored.
+
+    Accents are not folded: `resume` and `résumé` stay different.
+    """
+    kept = "".join(char for char in content.casefold() if char.isalnum())
+    return hashlib.sha256(kept.encode("utf-8")).hexdigest()
+
+
+def preview(content: str) -> str:
+    """The start of a drawer for listings, which never carry whole contents."""
+    if len(content) <= PREVIEW_CHARS:
+        return content
+    return content[:PREVIEW_CHARS].rstrip() + "…"
+
+
+def parse_source(raw: object) -> dict[str, Any]:
+    """`{kind, uri?, agent?}`; `manual` when absent."""
+    if raw is None:
+        return {"kind": "manual"}
+    if not isinstance(raw, Mapping):
+        raise InputInvalid("source", 'must be an object like {"kind": "manual"}')
+    kind = raw.get("kind", "manual")
+    if kind not in SOURCE_KINDS:
+        raise InputInvalid("source.kind", f"must be one of {', '.join(SOURCE_KINDS)}")
+    source: dict[str, Any] = {"kind": kind}
+    for key in ("uri", "agent"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise InputInvalid(f"source.{key}", "must be a string")
+        source[key] = value
+    unknown = set(raw) - {"kind", "uri", "agent"}
+    if unknown:
+        raise InputInvalid("source", f"has unknown keys: {', '.join(sorted(unknown))}")
+    return source
+
+
+def read_source(stored: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Stored sources with a kind this version does not know read as `other`."""
+    source = dict(stored or {"kind": "other"})
+    if source.get("kind") not in SOURCE_KINDS:
+        source["kind"] = "other"
+    return source
+
+
+def check_content(raw: object) -> str:
+    """Drawer content is stored verbatim: never trimmed, but never blank either."""
+    if not isinstance(raw, str):
+        raise InputInvalid("content", "is required and must be a string")
+    if not raw.strip():
+        raise InputInvalid("content", "must not be blank")
+    return raw

@@ -1,0 +1,39 @@
+"""`memcastle migrate`: apply or inspect the palace's schema migrations without a daemon.
+
+It opens the store directly, so it fails with `memcastle::store::backend_failed` while a daemon
+holds an embedded palace.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import ArgumentParser
+from typing import Any
+
+from memcastle_project.store import Store
+from palace.management.base import LocalCommand
+
+
+class Command(LocalCommand):
+    help = "Apply pending schema migrations (--status reports, --check fails when any pend)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        super().add_arguments(parser)
+        group = parser.add_mutually_exclusive_group()
+        group.add_argument("--status", action="store_true", help="report without applying")
+        group.add_argument("--check", action="store_true", help="exit 1 when migrations pend")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        store = Store.from_config(self.config(options))
+        store.open()
+        try:
+            if options["status"] or options["check"]:
+                state = store.migration_state()
+            else:
+                state = store.migrate()
+        finally:
+            store.close()
+        self.stdout.write(json.dumps(state.as_dict()))
+        if options["check"] and state.pending:
+            sys.exit(1)

@@ -1,0 +1,370 @@
+"""Application services for the palace hierarchy: wings, rooms and drawers.
+
+REST views (and later MCP tools and CLI commands) call these and nothing below them. Each public
+method checks the memory mode first, then validates, then touches the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import Conflict, InputInvalid, NotFound
+from memcastle_project.store import UniqueViolation
+from memcastle_project.validation import (
+    body_object,
+    is_uuid,
+    optional_text,
+    parse_instant,
+    parse_limit,
+    parse_offset,
+    parse_uuid,
+    string_list,
+)
+from palace import drawers
+from palace.names import check_drawer_name, check_room_name, check_wing_name
+from palace.repository import PalaceRepository
+
+DRAWER_LIST_LIMIT = 50
+DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
+HIERARCHY_FIELDS = ("name", "description", "requested_by")
+
+
+class WingNotFound(NotFound):
+    code = "memcastle::palace::wing_not_found"
+    help = "list the wings with GET /api/wings (or `memcastle wing list`)"
+
+
+class RoomNotFound(NotFound):
+    code = "memcastle::palace::room_not_found"
+    help = "list the wing's rooms with GET /api/wings/{wing}/rooms"
+
+
+class DrawerNotFound(NotFound):
+    code = "memcastle::palace::drawer_not_found"
+    help = "drawer ids come with every listing and search hit"
+
+
+class DrawerNameTaken(Conflict):
+    code = "memcastle::palace::drawer_name_taken"
+    help = "choose another name, or supersede the existing drawer to correct it"
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise InputInvalid(unknown[0], f"is not a known field (known: {', '.join(allowed)})")
+
+
+def _required_name(data: Mapping[str, Any]) -> str:
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputInvalid("name", "is required and must be a non-empty string")
+    return name
+
+
+def wing_view(row: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, Any]:
+    return {**row, "description": row.get("description"), "counts": dict(counts)}
+
+
+def room_view(row: Mapping[str, Any], drawer_count: int) -> dict[str, Any]:
+    return {**row, "description": row.get("description"), "counts": {"drawers": drawer_count}}
+
+
+def _drawer_common(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Absent optional fields made explicit; lineage links only when set."""
+    view = {key: value for key, value in row.items() if value is not None}
+    view["name"] = row.get("name")
+    view["valid_to"] = row.get("valid_to")
+    view["source"] = drawers.read_source(row.get("source"))
+    return view
+
+
+def drawer_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored drawer verbatim."""
+    view = _drawer_common(row)
+    view["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
+    return view
+
+
+def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry: everything but the content, which only a preview stands for."""
+    view = _drawer_common({k: v for k, v in row.items() if k not in ("head", "length")})
+    view["preview"] = drawers.preview(row["head"])
+    view["length"] = row["length"]
+    return view
+
+
+class PalaceService:
+    def __init__(
+        self, repository: PalaceRepository, clock: Callable[[], dt.datetime] = utc_now
+    ) -> None:
+        self.repository = repository
+        self.clock = clock
+
+    # Resolution: a wing or room is a name first, then a UUID; a drawer is a name or a UUID
+    # within its room.
+
+    def _find_wing(self, ref: str) -> dict[str, Any]:
+        wing = self.repository.wing_by_name(ref)
+        if wing is None and is_uuid(ref):
+            wing = self.repository.wing_by_id(str(uuid.UUID(ref)))
+        if wing is None:
+            raise WingNotFound(f"wing {ref!r} does not exist")
+        return wing
+
+    def _find_room(self, wing: Mapping[str, Any], ref: str) -> dict[str, Any]:
+        room = self.repository.room_by_name(wing["id"], ref)
+        if room is None and is_uuid(ref):
+            candidate = self.repository.room_by_id(str(uuid.UUID(ref)))
+            room = candidate if candidate and candidate["wing"] == wing["id"] else None
+        if room is None:
+            raise RoomNotFound(f"room {ref!r} does not exist in wing {wing['name']!r}")
+        return room
+
+    def _find_drawer(self, room: Mapping[str, Any], ref: str) -> dict[str, Any]:
+        drawer = None
+        if is_uuid(ref):
+            candidate = self.repository.drawer_by_id(str(uuid.UUID(ref)))
+            drawer = candidate if candidate and candidate["room"] == room["id"] else None
+        if drawer is None:
+            drawer = self.repository.drawer_by_name(room["id"], ref)
+        if drawer is None:
+            raise DrawerNotFound(f"drawer {ref!r} does not exist in room {room['name']!r}")
+        return drawer
+
+    def _ensure_wing(self, ref: str, description: str | None = None) -> tuple[dict, bool]:
+        """The wing named `ref`, created when missing (name rules apply only to new wings)."""
+        try:
+            return self._find_wing(ref), False
+        except WingNotFound:
+            pass
+        record = {
+            "id": str(uuid.uuid4()),
+            "name": check_wing_name(ref),
+            "created_at": self.clock(),
+        }
+        if description is not None:
+            record["description"] = description
+        try:
+            return self.repository.create_wing(record), True
+        except UniqueViolation:
+            return self._find_wing(ref), False
+
+    def _ensure_room(
+        self, wing: Mapping[str, Any], ref: str, description: str | None = None
+    ) -> tuple[dict, bool]:
+        try:
+            return self._find_room(wing, ref), False
+        except RoomNotFound:
+            pass
+        record = {
+            "id": str(uuid.uuid4()),
+            "wing": wing["id"],
+            "name": check_room_name(ref),
+            "created_at": self.clock(),
+        }
+        if description is not None:
+            record["description"] = description
+        try:
+            return self.repository.create_room(record), True
+        except UniqueViolation:
+            return self._find_room(wing, ref), False
+
+    # Wings
+
+    def list_wings(self, ctx: RequestContext) -> dict[str, Any]:
+        ctx.require_read("list_wings")
+        wings = self.repository.list_wings()
+        counts = self.repository.wing_counts(wing["id"] for wing in wings)
+        return {"wings": [wing_view(wing, counts[wing["id"]]) for wing in wings]}
+
+    def show_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, Any]:
+        ctx.require_read("show_wing")
+        wing = self._find_wing(wing_ref)
+        return wing_view(wing, self.repository.wing_counts([wing["id"]])[wing["id"]])
+
+    def create_wing(self, ctx: RequestContext, data: object) -> dict[str, Any]:
+        ctx.require_write("create_wing")
+        body = body_object(data)
+        _refuse_unknown(body, HIERARCHY_FIELDS)
+        name = _required_name(body)
+        description = optional_text(body, "description")
+        wing, created = self._ensure_wing(name, description)
+        counts = (
+            {"rooms": 0, "drawers": 0}
+            if created
+            else self.repository.wing_counts([wing["id"]])[wing["id"]]
+        )
+        return {**wing_view(wing, counts), "created": created}
+
+    def delete_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, int]:
+        ctx.require_write("delete_wing")
+        wing = self._find_wing(wing_ref)
+        return self.repository.delete_wing(wing["id"])
+
+    # Rooms
+
+    def list_rooms(self, ctx: RequestContext, wing_ref: str) -> dict[str, Any]:
+        ctx.require_read("list_rooms")
+        wing = self._find_wing(wing_ref)
+        rooms = self.repository.list_rooms(wing["id"])
+        counts = self.repository.room_drawer_counts(wing["id"], (room["id"] for room in rooms))
+        return {
+            "wing": {"id": wing["id"], "name": wing["name"]},
+            "rooms": [room_view(room, counts[room["id"]]) for room in rooms],
+        }
+
+    def show_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, Any]:
+        ctx.require_read("show_room")
+        wing = self._find_wing(wing_ref)
+        room = self._find_room(wing, room_ref)
+        count = self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
+        return room_view(room, count)
+
+    def create_room(self, ctx: RequestContext, wing_ref: str, data: object) -> dict[str, Any]:
+        ctx.require_write("create_room")
+        body = body_object(data)
+        _refuse_unknown(body, HIERARCHY_FIELDS)
+        name = _required_name(body)
+        description = optional_text(body, "description")
+        wing, _ = self._ensure_wing(wing_ref)
+        room, created = self._ensure_room(wing, name, description)
+        count = (
+            0
+            if created
+            else self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
+        )
+        return {**room_view(room, count), "created": created}
+
+    def delete_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, int]:
+        ctx.require_write("delete_room")
+        room = self._find_room(self._find_wing(wing_ref), room_ref)
+        return self.repository.delete_room(room["id"])
+
+    # Drawers
+
+    def list_drawers(
+        self,
+        ctx: RequestContext,
+        wing_ref: str,
+        room_ref: str,
+        *,
+        limit: object = None,
+        offset: object = None,
+    ) -> dict[str, Any]:
+        ctx.require_read("list_drawers")
+        page_size = parse_limit(limit, default=DRAWER_LIST_LIMIT)
+        start = parse_offset(offset)
+        wing = self._find_wing(wing_ref)
+        room = self._find_room(wing, room_ref)
+        rows = self.repository.list_drawers(room["id"], limit=page_size, offset=start)
+        total = self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
+        return {
+            "wing": {"id": wing["id"], "name": wing["name"]},
+            "room": {"id": room["id"], "name": room["name"]},
+            "drawers": [drawer_listing_view(row) for row in rows],
+            "total": total,
+            "limit": page_size,
+            "offset": start,
+        }
+
+    def show_drawer(
+        self, ctx: RequestContext, wing_ref: str, room_ref: str, drawer_ref: str
+    ) -> dict[str, Any]:
+        ctx.require_read("show_drawer")
+        room = self._find_room(self._find_wing(wing_ref), room_ref)
+        return drawer_view(self._find_drawer(room, drawer_ref))
+
+    def show_drawer_by_id(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
+        ctx.require_read("show_drawer")
+        drawer = self.repository.drawer_by_id(parse_uuid(drawer_id, "id"))
+        if drawer is None:
+            raise DrawerNotFound(f"drawer {drawer_id!r} does not exist")
+        return drawer_view(drawer)
+
+    def create_drawer(
+        self, ctx: RequestContext, wing_ref: str, room_ref: str, data: object
+    ) -> dict[str, Any]:
+        """File a drawer; an identical one already there answers `created: false`.
+
+        A named drawer whose name is held by other content is refused; an unnamed drawer whose
+        exact content is already valid in the room is not stored twice.
+        """
+        ctx.require_write("create_drawer")
+        body = body_object(data)
+        _refuse_unknown(body, DRAWER_FIELDS)
+        content = drawers.check_content(body.get("content"))
+        name = check_drawer_name(body["name"]) if body.get("name") is not None else None
+        tags = string_list(body, "tags") or []
+        source = drawers.parse_source(body.get("source"))
+        valid_from = (
+            parse_instant(body["valid_from"], "valid_from")
+            if body.get("valid_from") is not None
+            else None
+        )
+        wing, _ = self._ensure_wing(wing_ref)
+        room, _ = self._ensure_room(wing, room_ref)
+        digest = drawers.content_hash(content)
+
+        existing = self._existing_copy(room, name, digest)
+        if existing is not None:
+            return {**drawer_view(existing), "created": False}
+        now = self.clock()
+        record: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "wing": wing["id"],
+            "room": room["id"],
+            "content": content,
+            "content_hash": digest,
+            "fingerprint": drawers.fingerprint(content),
+            "source": source,
+            "tags": tags,
+            "provenance": {"requested_by": ctx.requested_by, "job_id": None},
+            "valid_from": valid_from or now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if name is not None:
+            record["name"] = name
+        try:
+            created = self.repository.create_drawer(record)
+        except UniqueViolation:
+            # Another request took the name between our check and our write.
+            existing = self._existing_copy(room, name, digest)
+            if existing is None:
+                raise
+            return {**drawer_view(existing), "created": False}
+        return {**drawer_view(created), "created": True}
+
+    def _existing_copy(
+        self, room: Mapping[str, Any], name: str | None, digest: str
+    ) -> dict[str, Any] | None:
+        """The drawer that makes this write a no-op, or None; a name held by other content
+        raises `DrawerNameTaken`."""
+        if name is None:
+            return self.repository.current_drawer_with_hash(room["id"], digest)
+        holder = self.repository.drawer_by_name(room["id"], name)
+        if holder is None:
+            return None
+        if holder["content_hash"] != digest:
+            raise DrawerNameTaken(
+                f"drawer name {name!r} in room {room['name']!r} holds other content"
+            )
+        return holder
+
+    def delete_drawer(
+        self, ctx: RequestContext, wing_ref: str, room_ref: str, drawer_ref: str
+    ) -> dict[str, int]:
+        ctx.require_write("delete_drawer")
+        room = self._find_room(self._find_wing(wing_ref), room_ref)
+        drawer = self._find_drawer(room, drawer_ref)
+        self.repository.delete_drawer(drawer["id"])
+        return {"wings": 0, "rooms": 0, "drawers": 1}

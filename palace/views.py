@@ -1,0 +1,256 @@
+"""REST views for wings, rooms and drawers: parse, call `PalaceService`, render."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memcastle_project import runtime
+from memcastle_project.api import MemCastleView, created_response, errors, request_context
+
+MODE_PARAMETER = OpenApiParameter(
+    "X-MemCastle-Mode",
+    str,
+    OpenApiParameter.HEADER,
+    enum=["full", "read_only", "disabled"],
+    description="memory mode of this request; full when absent",
+)
+NAMED_BODY = inline_serializer(
+    "NamedBody",
+    {
+        "name": serializers.CharField(),
+        "description": serializers.CharField(required=False),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+SOURCE = inline_serializer(
+    "DrawerSource",
+    {
+        "kind": serializers.ChoiceField(["file", "manual", "transcript", "note", "other"]),
+        "uri": serializers.CharField(required=False),
+        "agent": serializers.CharField(required=False),
+    },
+)
+DRAWER_BODY = inline_serializer(
+    "DrawerBody",
+    {
+        "content": serializers.CharField(help_text="verbatim text; never trimmed"),
+        "name": serializers.CharField(required=False),
+        "tags": serializers.ListField(child=serializers.CharField(), required=False),
+        "source": SOURCE,
+        "valid_from": serializers.DateTimeField(
+            required=False, help_text="RFC 3339 or YYYY-MM-DD; now when absent"
+        ),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+COUNTS = inline_serializer(
+    "Counts", {"rooms": serializers.IntegerField(), "drawers": serializers.IntegerField()}
+)
+WING = inline_serializer(
+    "Wing",
+    {
+        "id": serializers.UUIDField(),
+        "name": serializers.CharField(),
+        "description": serializers.CharField(allow_null=True),
+        "created_at": serializers.DateTimeField(),
+        "counts": COUNTS,
+    },
+)
+ROOM = inline_serializer(
+    "Room",
+    {
+        "id": serializers.UUIDField(),
+        "wing": serializers.UUIDField(),
+        "name": serializers.CharField(),
+        "description": serializers.CharField(allow_null=True),
+        "created_at": serializers.DateTimeField(),
+        "counts": inline_serializer("RoomCounts", {"drawers": serializers.IntegerField()}),
+    },
+)
+DRAWER = inline_serializer(
+    "Drawer",
+    {
+        "id": serializers.UUIDField(),
+        "wing": serializers.UUIDField(),
+        "room": serializers.UUIDField(),
+        "name": serializers.CharField(allow_null=True),
+        "content": serializers.CharField(),
+        "content_hash": serializers.CharField(),
+        "fingerprint": serializers.CharField(),
+        "source": SOURCE,
+        "tags": serializers.ListField(child=serializers.CharField()),
+        "provenance": serializers.DictField(),
+        "valid_from": serializers.DateTimeField(),
+        "valid_to": serializers.DateTimeField(allow_null=True),
+        "created_at": serializers.DateTimeField(),
+        "updated_at": serializers.DateTimeField(),
+    },
+)
+DELETED = inline_serializer(
+    "Deleted",
+    {
+        "wings": serializers.IntegerField(),
+        "rooms": serializers.IntegerField(),
+        "drawers": serializers.IntegerField(),
+    },
+)
+
+
+def _palace():
+    return runtime.current().palace
+
+
+class WingsView(MemCastleView):
+    @extend_schema(
+        summary="List wings with their room and drawer counts",
+        parameters=[MODE_PARAMETER],
+        responses={
+            200: inline_serializer("WingList", {"wings": serializers.ListField(child=WING)}),
+            **errors(400, 403),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        return Response(_palace().list_wings(request_context(request)))
+
+    @extend_schema(
+        summary="Create a wing (200 with created=false when it exists)",
+        parameters=[MODE_PARAMETER],
+        request=NAMED_BODY,
+        responses={201: WING, 200: WING, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = request_context(request, body=request.data)
+        return created_response(_palace().create_wing(ctx, request.data))
+
+
+class WingView(MemCastleView):
+    @extend_schema(
+        summary="Show a wing by name or UUID",
+        parameters=[MODE_PARAMETER],
+        responses={200: WING, **errors(400, 403, 404)},
+    )
+    def get(self, request: Request, wing: str) -> Response:
+        return Response(_palace().show_wing(request_context(request), wing))
+
+    @extend_schema(
+        summary="Delete a wing with its rooms and drawers",
+        parameters=[MODE_PARAMETER],
+        responses={200: DELETED, **errors(400, 403, 404)},
+    )
+    def delete(self, request: Request, wing: str) -> Response:
+        return Response(_palace().delete_wing(request_context(request), wing))
+
+
+class RoomsView(MemCastleView):
+    @extend_schema(
+        summary="List a wing's rooms with their drawer counts",
+        parameters=[MODE_PARAMETER],
+        responses={
+            200: inline_serializer("RoomList", {"rooms": serializers.ListField(child=ROOM)}),
+            **errors(400, 403, 404),
+        },
+    )
+    def get(self, request: Request, wing: str) -> Response:
+        return Response(_palace().list_rooms(request_context(request), wing))
+
+    @extend_schema(
+        summary="Create a room (and its wing when missing)",
+        parameters=[MODE_PARAMETER],
+        request=NAMED_BODY,
+        responses={201: ROOM, 200: ROOM, **errors(400, 403)},
+    )
+    def post(self, request: Request, wing: str) -> Response:
+        ctx = request_context(request, body=request.data)
+        return created_response(_palace().create_room(ctx, wing, request.data))
+
+
+class RoomView(MemCastleView):
+    @extend_schema(
+        summary="Show a room by name or UUID",
+        parameters=[MODE_PARAMETER],
+        responses={200: ROOM, **errors(400, 403, 404)},
+    )
+    def get(self, request: Request, wing: str, room: str) -> Response:
+        return Response(_palace().show_room(request_context(request), wing, room))
+
+    @extend_schema(
+        summary="Delete a room with its drawers",
+        parameters=[MODE_PARAMETER],
+        responses={200: DELETED, **errors(400, 403, 404)},
+    )
+    def delete(self, request: Request, wing: str, room: str) -> Response:
+        return Response(_palace().delete_room(request_context(request), wing, room))
+
+
+class DrawersView(MemCastleView):
+    @extend_schema(
+        summary="List a room's drawers (previews, never content)",
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("limit", int, description="50 by default, 0 means 50, at most 200"),
+            OpenApiParameter("offset", int, description="drawers to skip"),
+        ],
+        responses={
+            200: inline_serializer(
+                "DrawerList",
+                {
+                    "drawers": serializers.ListField(child=serializers.DictField()),
+                    "total": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(),
+                    "offset": serializers.IntegerField(),
+                },
+            ),
+            **errors(400, 403, 404),
+        },
+    )
+    def get(self, request: Request, wing: str, room: str) -> Response:
+        return Response(
+            _palace().list_drawers(
+                request_context(request),
+                wing,
+                room,
+                limit=request.query_params.get("limit"),
+                offset=request.query_params.get("offset"),
+            )
+        )
+
+    @extend_schema(
+        summary="File a drawer (and its wing and room when missing)",
+        parameters=[MODE_PARAMETER],
+        request=DRAWER_BODY,
+        responses={201: DRAWER, 200: DRAWER, **errors(400, 403, 409)},
+    )
+    def post(self, request: Request, wing: str, room: str) -> Response:
+        ctx = request_context(request, body=request.data)
+        return created_response(_palace().create_drawer(ctx, wing, room, request.data))
+
+
+class DrawerView(MemCastleView):
+    @extend_schema(
+        summary="Show a drawer by name or UUID within its room",
+        parameters=[MODE_PARAMETER],
+        responses={200: DRAWER, **errors(400, 403, 404)},
+    )
+    def get(self, request: Request, wing: str, room: str, drawer: str) -> Response:
+        return Response(_palace().show_drawer(request_context(request), wing, room, drawer))
+
+    @extend_schema(
+        summary="Delete one drawer",
+        parameters=[MODE_PARAMETER],
+        responses={200: DELETED, **errors(400, 403, 404)},
+    )
+    def delete(self, request: Request, wing: str, room: str, drawer: str) -> Response:
+        return Response(_palace().delete_drawer(request_context(request), wing, room, drawer))
+
+
+class DrawerByIdView(MemCastleView):
+    @extend_schema(
+        summary="Read one drawer by id",
+        parameters=[MODE_PARAMETER],
+        responses={200: DRAWER, **errors(400, 403, 404)},
+    )
+    def get(self, request: Request, drawer_id: str) -> Response:
+        return Response(_palace().show_drawer_by_id(request_context(request), drawer_id))

@@ -1,0 +1,1 @@
+"""Mining sources: the directory source and sandboxed WebAssembly sources."""

@@ -1,0 +1,64 @@
+"""Fixtures: the real SurrealDB engine in memory for service tests, real daemons for the rest."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import django
+import pytest
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
+django.setup()
+
+from memcastle_project.context import RequestContext  # noqa: E402
+from memcastle_project.store import Store  # noqa: E402
+from palace.repository import PalaceRepository  # noqa: E402
+from palace.services import PalaceService  # noqa: E402
+from tests.daemon import Daemon  # noqa: E402
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    """A fresh in-memory palace with the schema applied."""
+    # Each `mem://` connection is its own datastore.
+    opened = Store("mem://")
+    opened.open()
+    opened.migrate()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def palace(store: Store) -> PalaceService:
+    return PalaceService(PalaceRepository(store))
+
+
+@pytest.fixture
+def ctx() -> RequestContext:
+    return RequestContext.build()
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon shared by the end-to-end tests; each test works in its own wing."""
+    running = Daemon(tmp_path_factory.mktemp("daemon")).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """A daemon of this test's own, for tests that stop, kill or reconfigure it."""
+    created = Daemon(tmp_path)
+    yield created
+    if created.process is not None and created.process.poll() is None:
+        created.kill()
+
+
+@pytest.fixture
+def wing_name() -> str:
+    """A wing no other test uses, so tests sharing a daemon stay independent."""
+    return f"wing-{uuid.uuid4().hex[:12]}"
