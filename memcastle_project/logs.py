@@ -20,6 +20,10 @@ LEVELS = {
 }
 
 
+# The packages of this project, which `memcastle=<level>` addresses together.
+MEMCASTLE_LOGGERS = ("memcastle_project", "palace", "jobs", "sources", "graph", "mcp_bridge")
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -51,8 +55,6 @@ def configure_logging(level_filter: str, log_format: str) -> None:
         if not target:
             root.setLevel(value)
             continue
-        names = [target]
-        if target == "memcastle":
-            names += ["memcastle_project", "palace", "jobs", "sources", "graph", "mcp_bridge"]
+        names = [target, *MEMCASTLE_LOGGERS] if target == "memcastle" else [target]
         for name in names:
             logging.getLogger(name).setLevel(value)

@@ -174,6 +174,16 @@ class Store:
         """The result of the last statement of `sql`."""
         return self.query(sql, variables)[-1]
 
+    def transaction(self, sql: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """Run `sql` atomically; a failing statement rolls the whole block back.
+
+        Returns the result of the block's last statement. A failure raises `StoreFailed`: the
+        engine reports the statements it did not run before the one that failed, so a unique
+        violation inside a transaction cannot be told apart from other failures.
+        """
+        results = self.query(f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;", variables)
+        return results[-2]
+
     def healthy(self) -> tuple[bool, str | None]:
         try:
             self.one("RETURN 1")
@@ -205,12 +215,10 @@ class Store:
                 continue
             logger.info("applying schema migration %04d %s", migration.version, migration.name)
             try:
-                self.query(
-                    "BEGIN TRANSACTION;\n"
+                self.transaction(
                     f"{migration.text}\n"
                     "CREATE type::record('schema_migration', $version) CONTENT {version: $version, "
-                    "name: $name, checksum: $checksum, applied_at: time::now()};\n"
-                    "COMMIT TRANSACTION;",
+                    "name: $name, checksum: $checksum, applied_at: time::now()};",
                     {
                         "version": migration.version,
                         "name": migration.name,

@@ -66,17 +66,15 @@ class PalaceRepository:
 
     def delete_wing(self, wing_id: str) -> dict[str, int]:
         """Drawers, rooms and the wing, in one transaction."""
-        return self.store.query(
-            "BEGIN TRANSACTION;"
+        return self.store.transaction(
             "LET $rooms = count((SELECT VALUE id FROM room WHERE wing = $wing));"
             "LET $drawers = count((SELECT VALUE id FROM drawer WHERE wing = $wing));"
             "DELETE drawer WHERE wing = $wing;"
             "DELETE room WHERE wing = $wing;"
             "DELETE type::record('wing', $wing);"
-            "RETURN {wings: 1, rooms: $rooms, drawers: $drawers};"
-            "COMMIT TRANSACTION;",
+            "RETURN {wings: 1, rooms: $rooms, drawers: $drawers};",
             {"wing": wing_id},
-        )[-1]
+        )
 
     # Rooms
 
@@ -118,15 +116,13 @@ class PalaceRepository:
         return counts
 
     def delete_room(self, room_id: str) -> dict[str, int]:
-        return self.store.query(
-            "BEGIN TRANSACTION;"
+        return self.store.transaction(
             "LET $drawers = count((SELECT VALUE id FROM drawer WHERE room = $room));"
             "DELETE drawer WHERE room = $room;"
             "DELETE type::record('room', $room);"
-            "RETURN {wings: 0, rooms: 1, drawers: $drawers};"
-            "COMMIT TRANSACTION;",
+            "RETURN {wings: 0, rooms: 1, drawers: $drawers};",
             {"room": room_id},
-        )[-1]
+        )
 
     # Drawers
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -249,7 +250,10 @@ class DrawerView(MemCastleView):
 class DrawerByIdView(MemCastleView):
     @extend_schema(
         summary="Read one drawer by id",
-        parameters=[MODE_PARAMETER],
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH),
+        ],
         responses={200: DRAWER, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:

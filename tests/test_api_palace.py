@@ -1,0 +1,196 @@
+"""Wings, rooms and drawers over real HTTP against a real daemon."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.daemon import Daemon
+
+ERROR_KEYS = {"error", "code", "help"}
+
+
+@pytest.fixture
+def client(daemon: Daemon):
+    with daemon.client() as opened:
+        yield opened
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == ERROR_KEYS
+    assert body["code"] == code
+    return body
+
+
+def test_wing_lifecycle(client: httpx.Client, wing_name: str) -> None:
+    created = client.post("/api/wings", json={"name": wing_name, "description": "d"})
+    assert created.status_code == 201
+    assert created.json()["created"] is True
+    again = client.post("/api/wings", json={"name": wing_name})
+    assert again.status_code == 200
+    assert again.json()["created"] is False
+    wing_id = created.json()["id"]
+
+    listed = {wing["name"]: wing for wing in client.get("/api/wings").json()["wings"]}
+    assert listed[wing_name]["counts"] == {"rooms": 0, "drawers": 0}
+    assert client.get(f"/api/wings/{wing_id}").json()["name"] == wing_name
+    assert client.get(f"/api/wings/{wing_name}").json()["description"] == "d"
+
+    assert client.delete(f"/api/wings/{wing_name}").json() == {
+        "wings": 1,
+        "rooms": 0,
+        "drawers": 0,
+    }
+    assert_error(client.get(f"/api/wings/{wing_name}"), 404, "memcastle::palace::wing_not_found")
+
+
+def test_room_and_drawer_routes(client: httpx.Client, wing_name: str) -> None:
+    room = client.post(f"/api/wings/{wing_name}/rooms", json={"name": "notes"})
+    assert room.status_code == 201
+    base = f"/api/wings/{wing_name}/rooms/notes"
+    assert client.get(f"/api/wings/{wing_name}/rooms").json()["rooms"][0]["name"] == "notes"
+    assert client.get(f"/api/wings/{wing_name}/rooms/{room.json()['id']}").status_code == 200
+
+    filed = client.post(
+        f"{base}/drawers",
+        json={"content": "We deploy on Fridays.", "name": "ops/deploy.md", "tags": ["ops"]},
+    )
+    assert filed.status_code == 201
+    drawer = filed.json()
+    assert drawer["provenance"]["requested_by"] == "http"
+    assert drawer["valid_from"].endswith("Z")
+
+    by_name = client.get(f"{base}/drawers/ops/deploy.md")
+    by_uuid = client.get(f"{base}/drawers/{drawer['id']}")
+    by_id = client.get(f"/api/drawers/{drawer['id']}")
+    assert by_name.json() == by_uuid.json() == by_id.json()
+    assert by_id.json()["content"] == "We deploy on Fridays."
+
+    listing = client.get(f"{base}/drawers").json()
+    assert listing["total"] == 1
+    assert "content" not in listing["drawers"][0]
+    assert listing["drawers"][0]["preview"] == "We deploy on Fridays."
+
+    assert client.get(f"/api/wings/{wing_name}").json()["counts"] == {"rooms": 1, "drawers": 1}
+    assert client.delete(f"{base}/drawers/ops/deploy.md").json()["drawers"] == 1
+    assert client.delete(base).json() == {"wings": 0, "rooms": 1, "drawers": 0}
+    assert_error(client.get(base), 404, "memcastle::palace::room_not_found")
+
+
+def test_creating_a_drawer_creates_its_wing_and_room(client: httpx.Client, wing_name: str) -> None:
+    response = client.post(f"/api/wings/{wing_name}/rooms/new/drawers", json={"content": "x"})
+    assert response.status_code == 201
+    assert client.get(f"/api/wings/{wing_name}").json()["counts"] == {"rooms": 1, "drawers": 1}
+
+
+def test_identical_drawer_answers_200_not_created(client: httpx.Client, wing_name: str) -> None:
+    url = f"/api/wings/{wing_name}/rooms/r/drawers"
+    first = client.post(url, json={"content": "same words"})
+    second = client.post(url, json={"content": "same words"})
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert second.json()["created"] is False
+    assert second.json()["id"] == first.json()["id"]
+
+
+def test_drawer_name_taken_is_409(client: httpx.Client, wing_name: str) -> None:
+    url = f"/api/wings/{wing_name}/rooms/r/drawers"
+    client.post(url, json={"content": "one", "name": "n"}).raise_for_status()
+    body = assert_error(
+        client.post(url, json={"content": "two", "name": "n"}),
+        409,
+        "memcastle::palace::drawer_name_taken",
+    )
+    assert "'n'" in body["error"]
+
+
+def test_cli_channel_is_recorded(client: httpx.Client, wing_name: str) -> None:
+    response = client.post(
+        f"/api/wings/{wing_name}/rooms/r/drawers",
+        json={"content": "from a script", "requested_by": "cli"},
+    )
+    assert response.json()["provenance"] == {"requested_by": "cli", "job_id": None}
+
+
+def test_unknown_places_are_404_with_their_own_codes(client: httpx.Client, wing_name: str) -> None:
+    client.post(f"/api/wings/{wing_name}/rooms", json={"name": "r"}).raise_for_status()
+    assert_error(client.get("/api/wings/ghost-wing"), 404, "memcastle::palace::wing_not_found")
+    assert_error(
+        client.get(f"/api/wings/{wing_name}/rooms/ghost"),
+        404,
+        "memcastle::palace::room_not_found",
+    )
+    assert_error(
+        client.get(f"/api/wings/{wing_name}/rooms/r/drawers/ghost"),
+        404,
+        "memcastle::palace::drawer_not_found",
+    )
+    assert_error(
+        client.get(f"/api/drawers/{uuid.uuid4()}"), 404, "memcastle::palace::drawer_not_found"
+    )
+
+
+def test_validation_errors_name_the_field(client: httpx.Client, wing_name: str) -> None:
+    url = f"/api/wings/{wing_name}/rooms/r/drawers"
+    body = assert_error(client.post(url, json={"tags": ["a"]}), 400, "memcastle::input::invalid")
+    assert "`content`" in body["error"]
+    body = assert_error(
+        client.post(url, json={"content": "x", "tags": "a"}), 400, "memcastle::input::invalid"
+    )
+    assert "`tags`" in body["error"]
+    assert_error(
+        client.post("/api/wings", json={"name": "a/b"}), 400, "memcastle::palace::path_invalid"
+    )
+    body = assert_error(client.get("/api/drawers/123"), 400, "memcastle::input::invalid")
+    assert "`id`" in body["error"]
+    assert_error(client.post("/api/wings", json=["name"]), 400, "memcastle::input::invalid")
+    names = {wing["name"] for wing in client.get("/api/wings").json()["wings"]}
+    assert wing_name not in names
+    assert "a/b" not in names
+
+
+def test_limit_is_validated(client: httpx.Client, wing_name: str) -> None:
+    client.post(f"/api/wings/{wing_name}/rooms", json={"name": "r"}).raise_for_status()
+    url = f"/api/wings/{wing_name}/rooms/r/drawers"
+    body = assert_error(client.get(f"{url}?limit=lots"), 400, "memcastle::input::invalid")
+    assert "`limit`" in body["error"]
+    assert client.get(f"{url}?limit=999").json()["limit"] == 200
+    assert client.get(f"{url}?limit=0").json()["limit"] == 50
+
+
+def test_http_level_failures_share_the_error_body(client: httpx.Client) -> None:
+    assert_error(client.get("/api/no-such-route"), 404, "memcastle::http::not_found")
+    assert_error(client.get("/nowhere"), 404, "memcastle::http::not_found")
+    assert_error(client.get("/api/wings/"), 404, "memcastle::http::not_found")
+    wrong = client.put("/api/wings", json={})
+    assert_error(wrong, 405, "memcastle::http::method_not_allowed")
+    assert "POST" in wrong.headers["allow"]
+    malformed = client.post(
+        "/api/wings", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    body = assert_error(malformed, 400, "memcastle::input::invalid")
+    assert "`body`" in body["error"]
+
+
+def test_status_report(client: httpx.Client, daemon: Daemon) -> None:
+    status = client.get("/api/status").json()
+    assert status["pid"] == daemon.process.pid
+    assert status["palace"] == str(daemon.palace)
+    assert status["store"] == {"mode": "embedded"}
+    assert status["datastore"] == {"healthy": True}
+    assert status["migrations"]["pending"] == 0
+    assert status["migrations"]["applied"] == status["migrations"]["available"] >= 1
+    assert isinstance(status["drawers"], int)
+    assert status["auth_enabled"] is False
+    assert status["mode"] == "full"
+    assert status["uptime_secs"] >= 0
+    assert status["version"]
+
+
+def test_status_counts_drawers(client: httpx.Client, wing_name: str) -> None:
+    before = client.get("/api/status").json()["drawers"]
+    client.post(f"/api/wings/{wing_name}/rooms/r/drawers", json={"content": "one more"})
+    assert client.get("/api/status").json()["drawers"] == before + 1

@@ -1,0 +1,141 @@
+"""Memory modes: one gate in the services, before any store access, the same on every route."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from memcastle_project.context import Mode, RequestContext
+from memcastle_project.errors import InputInvalid, ModeForbidden
+from palace.repository import PalaceRepository
+from palace.services import PalaceService
+from tests.daemon import Daemon
+
+
+class UntouchableStore:
+    """A store that fails the test if anything reaches it."""
+
+    def one(self, *args: object, **kwargs: object) -> None:
+        raise AssertionError("the store was touched before the mode gate")
+
+    query = transaction = one
+
+
+@pytest.fixture
+def gated() -> PalaceService:
+    return PalaceService(PalaceRepository(UntouchableStore()))  # type: ignore[arg-type]
+
+
+def test_absent_header_means_full() -> None:
+    assert RequestContext.build().mode is Mode.FULL
+
+
+def test_unknown_mode_is_refused_naming_the_header() -> None:
+    with pytest.raises(InputInvalid) as caught:
+        RequestContext.build(mode="everything")
+    assert caught.value.field == "x-memcastle-mode"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p, c: p.list_wings(c),
+        lambda p, c: p.show_wing(c, "w"),
+        lambda p, c: p.list_rooms(c, "w"),
+        lambda p, c: p.show_room(c, "w", "r"),
+        lambda p, c: p.list_drawers(c, "w", "r"),
+        lambda p, c: p.show_drawer(c, "w", "r", "d"),
+        lambda p, c: p.show_drawer_by_id(c, "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"),
+    ],
+)
+def test_disabled_refuses_reads_before_the_store(gated: PalaceService, call) -> None:
+    with pytest.raises(ModeForbidden) as caught:
+        call(gated, RequestContext.build(mode="disabled"))
+    assert "not permitted in disabled mode" in caught.value.message
+
+
+@pytest.mark.parametrize("mode", ["read_only", "disabled"])
+@pytest.mark.parametrize(
+    ("operation", "call"),
+    [
+        ("create_wing", lambda p, c: p.create_wing(c, {"name": "w"})),
+        ("delete_wing", lambda p, c: p.delete_wing(c, "w")),
+        ("create_room", lambda p, c: p.create_room(c, "w", {"name": "r"})),
+        ("delete_room", lambda p, c: p.delete_room(c, "w", "r")),
+        ("create_drawer", lambda p, c: p.create_drawer(c, "w", "r", {"content": "x"})),
+        ("delete_drawer", lambda p, c: p.delete_drawer(c, "w", "r", "d")),
+    ],
+)
+def test_writes_are_refused_before_the_store(
+    gated: PalaceService, mode: str, operation: str, call
+) -> None:
+    with pytest.raises(ModeForbidden) as caught:
+        call(gated, RequestContext.build(mode=mode))
+    assert caught.value.message == f"`{operation}` is not permitted in {mode} mode"
+    assert caught.value.code == "memcastle::mode::forbidden"
+    assert caught.value.status == 403
+
+
+def _mode(value: str) -> dict[str, str]:
+    return {"X-MemCastle-Mode": value}
+
+
+@pytest.mark.parametrize(
+    ("mode", "read_status", "write_status"),
+    [("full", 200, 201), ("read_only", 200, 403), ("disabled", 403, 403)],
+)
+def test_every_mode_against_a_read_and_a_write(
+    daemon: Daemon, wing_name: str, mode: str, read_status: int, write_status: int
+) -> None:
+    with daemon.client() as client:
+        client.post(f"/api/wings/{wing_name}/rooms", json={"name": "r"}).raise_for_status()
+        read = client.get(f"/api/wings/{wing_name}/rooms", headers=_mode(mode))
+        write = client.post(
+            f"/api/wings/{wing_name}/rooms/r/drawers",
+            json={"content": f"written in {mode}"},
+            headers=_mode(mode),
+        )
+        drawers = client.get(f"/api/wings/{wing_name}/rooms/r/drawers").json()
+    assert read.status_code == read_status
+    assert write.status_code == write_status
+    if write_status == 403:
+        assert write.json() == {
+            "error": f"`create_drawer` is not permitted in {mode} mode",
+            "code": "memcastle::mode::forbidden",
+            "help": (
+                "switch the session/request to Full mode to allow writes, "
+                "or to Full/ReadOnly to allow reads"
+            ),
+        }
+        assert drawers["total"] == 0
+    else:
+        assert drawers["total"] == 1
+    if read_status == 403:
+        assert read.json()["code"] == "memcastle::mode::forbidden"
+
+
+def test_unrecognized_header_is_a_400_everywhere_it_is_read(daemon: Daemon) -> None:
+    with daemon.client(**_mode("loose")) as client:
+        for response in (client.get("/api/wings"), client.get("/api/status")):
+            assert response.status_code == 400
+            body = response.json()
+            assert body["code"] == "memcastle::input::invalid"
+            assert "x-memcastle-mode" in body["error"]
+
+
+def test_status_reports_the_mode_and_health_ignores_it(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        for mode in ("full", "read_only", "disabled"):
+            status = client.get("/api/status", headers=_mode(mode))
+            assert status.status_code == 200
+            assert status.json()["mode"] == mode
+        assert client.get("/api/status").json()["mode"] == "full"
+        health = client.get("/api/health", headers=_mode("nonsense"))
+        assert health.json() == {"status": "ok"}
+
+
+def test_shutdown_ignores_the_mode(fresh_daemon: Daemon) -> None:
+    fresh_daemon.start()
+    response = httpx.post(f"{fresh_daemon.base_url}/api/shutdown", headers=_mode("nonsense"))
+    assert response.status_code == 202
+    assert fresh_daemon.wait() == 0

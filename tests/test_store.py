@@ -1,0 +1,76 @@
+"""The store: migrations with a watermark, transactions, and the palace lock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memcastle_project.errors import StoreFailed
+from memcastle_project.store import Store, UniqueViolation, bundled_migrations
+
+
+def test_migrations_are_numbered_in_order() -> None:
+    versions = [migration.version for migration in bundled_migrations()]
+    assert versions == sorted(versions) == list(range(1, len(versions) + 1))
+
+
+def test_migrate_records_a_watermark_and_is_idempotent(store: Store) -> None:
+    state = store.migration_state()
+    assert state.pending == 0
+    assert state.applied == len(bundled_migrations())
+    rows = store.one("SELECT version, name, checksum FROM schema_migration ORDER BY version")
+    assert [row["version"] for row in rows] == [m.version for m in bundled_migrations()]
+    assert [row["checksum"] for row in rows] == [m.checksum for m in bundled_migrations()]
+    assert store.migrate().as_dict() == state.as_dict()
+
+
+def test_a_fresh_store_has_everything_pending() -> None:
+    fresh = Store("mem://")
+    fresh.open()
+    try:
+        assert fresh.migration_state().pending == len(bundled_migrations())
+    finally:
+        fresh.close()
+
+
+def test_a_failing_statement_rolls_the_transaction_back(store: Store) -> None:
+    store.query("CREATE wing:one SET name = 'taken'")
+    # Inside a transaction the engine reports the other statements as "not executed", so the
+    # failure surfaces as a store failure rather than as the unique violation itself.
+    with pytest.raises((StoreFailed, UniqueViolation)):
+        store.transaction(
+            "CREATE wing:two SET name = 'fresh'; CREATE wing:three SET name = 'taken';"
+        )
+    assert store.one("SELECT VALUE name FROM wing ORDER BY name") == ["taken"]
+
+
+def test_a_held_palace_cannot_be_opened_twice(tmp_path: Path) -> None:
+    url = f"surrealkv://{tmp_path / 'db'}?sync=every"
+    first = Store(url, palace_path=tmp_path)
+    first.open()
+    try:
+        second = Store(url, palace_path=tmp_path)
+        with pytest.raises(StoreFailed) as caught:
+            second.open()
+        assert caught.value.code == "memcastle::store::backend_failed"
+        assert str(tmp_path) in caught.value.message
+        assert "daemon probably holds it" in caught.value.message
+    finally:
+        first.close()
+
+
+def test_a_closed_palace_opens_again_with_its_data(tmp_path: Path) -> None:
+    url = f"surrealkv://{tmp_path / 'db'}?sync=every"
+    first = Store(url, palace_path=tmp_path)
+    first.open()
+    first.migrate()
+    first.query("CREATE wing:kept SET name = 'kept'")
+    first.close()
+    again = Store(url, palace_path=tmp_path)
+    again.open()
+    try:
+        assert again.one("SELECT VALUE name FROM wing") == ["kept"]
+        assert again.migration_state().pending == 0
+    finally:
+        again.close()
