@@ -88,6 +88,7 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon) -> None:
         capture_output=True,
         text=True,
         timeout=240,
+        cwd=fresh_daemon.root,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "Internal Server Error" not in fresh_daemon.log()

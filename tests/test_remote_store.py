@@ -1,0 +1,447 @@
+"""The remote store: `store.mode = "remote"` against a SurrealDB server over `ws://`.
+
+No server binary is available, so `tests.remote_surreal` serves one: the SDK's embedded engine
+behind a loopback WebSocket listener, speaking the SurrealDB RPC protocol as a server does. The
+store and the daemons reach it through the SDK's real `ws://` client, the path production takes
+to a SurrealDB server or cluster.
+"""
+
+from __future__ import annotations
+
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import tomlkit
+from surrealdb.data.cbor import decode as cbor_decode
+from surrealdb.data.cbor import encode as cbor_encode
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as ws_connect
+from websockets.typing import Subprotocol
+
+from memcastle_project.config import load_config
+from memcastle_project.errors import StoreFailed
+from memcastle_project.store import Store, bundled_migrations
+from tests.daemon import REPO, Daemon, wait_for
+
+SERVER_START_TIMEOUT = 30.0
+SERVER_STOP_TIMEOUT = 15.0
+DAEMON_EXIT_TIMEOUT = 30.0
+# A server started with credentials refuses anonymous queries, as `surreal start --user` does.
+ROOT_USER = "root"
+ROOT_PASSWORD = "correct-horse-battery"
+
+
+@dataclass
+class RemoteSurreal:
+    """A `tests.remote_surreal` process: a SurrealDB RPC endpoint on a loopback port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def stop(self) -> int:
+        return _stop(self.process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    """SIGTERM by pid, then the exit status; killed if it does not stop in time."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=SERVER_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=SERVER_STOP_TIMEOUT)
+    if process.stdout is not None:
+        process.stdout.close()
+    return process.returncode
+
+
+def _read_port(process: subprocess.Popen[bytes], log_path: Path) -> int:
+    """The port the server prints once it accepts connections, read with a deadline.
+
+    The selector makes each poll non-blocking, so `wait_for` owns the deadline; a server that
+    dies before printing fails the test with its log instead of a timeout.
+    """
+    assert process.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+
+    def printed() -> int | None:
+        if selector.select(timeout=0):
+            line = process.stdout.readline() if process.stdout else b""
+            if line.strip():
+                return int(line)
+        if process.poll() is not None:
+            log = log_path.read_text(errors="replace") if log_path.exists() else ""
+            raise RuntimeError(f"the SurrealDB server exited with {process.returncode}:\n{log}")
+        return None
+
+    try:
+        port: int = wait_for(printed, timeout=SERVER_START_TIMEOUT, what="the SurrealDB server")
+    finally:
+        selector.close()
+    return port
+
+
+@contextmanager
+def remote_surreal(root: Path, *args: str) -> Iterator[RemoteSurreal]:
+    """Run `python -m tests.remote_surreal --port 0 ARGS` for the duration of the block."""
+    root.mkdir(parents=True, exist_ok=True)
+    log_path = root / "remote_surreal.log"
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.remote_surreal", "--port", "0", *args],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
+    try:
+        yield RemoteSurreal(process, _read_port(process, log_path), log_path)
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[RemoteSurreal]:
+    """A fresh, empty SurrealDB server that lets anyone in (`--unauthenticated`)."""
+    with remote_surreal(tmp_path / "surreal") as server:
+        yield server
+
+
+@pytest.fixture
+def remote_with_auth(tmp_path: Path) -> Iterator[RemoteSurreal]:
+    """A fresh SurrealDB server on which only the root user may do anything."""
+    with remote_surreal(
+        tmp_path / "surreal-auth", "--username", ROOT_USER, "--password", ROOT_PASSWORD
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Store]]:
+    """Stores a test opens, closed at teardown even when an assertion fails first."""
+    stores: list[Store] = []
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def open_store(stores: list[Store], url: str, **options: str) -> Store:
+    store = Store(url, **options)
+    store.open()
+    stores.append(store)
+    return store
+
+
+def write_config(root: Path, url: str, **store: str) -> Path:
+    """A config file selecting the remote store: store.* settings are read from files only."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "memcastle.toml"
+    path.write_text(tomlkit.dumps({"store": {"mode": "remote", "url": url, **store}}))
+    return path
+
+
+def remote_daemon(root: Path, url: str, **store: str) -> Daemon:
+    """A daemon (own palace dir, state dir and port) whose store is the server at `url`."""
+    return Daemon(root, env={"MEMCASTLE_CONFIG": str(write_config(root, url, **store))})
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[Daemon]]:
+    """Daemons a test starts; any still running at teardown are killed by their pid."""
+    started: list[Daemon] = []
+    yield started
+    for daemon in started:
+        if daemon.process is not None and daemon.process.poll() is None:
+            daemon.kill()
+
+
+def start(daemons: list[Daemon], daemon: Daemon) -> Daemon:
+    daemons.append(daemon)
+    return daemon.start()
+
+
+def file_drawer(client: httpx.Client, wing: str, content: str) -> dict[str, Any]:
+    """Create `wing` (if needed) and its room `notes`, and file one drawer there."""
+    assert client.post("/api/wings", json={"name": wing}).status_code in (200, 201)
+    assert client.post(f"/api/wings/{wing}/rooms", json={"name": "notes"}).status_code in (
+        200,
+        201,
+    )
+    filed = client.post(
+        f"/api/wings/{wing}/rooms/notes/drawers",
+        json={"content": content, "name": f"{uuid.uuid4().hex[:8]}.md"},
+    )
+    assert filed.status_code == 201, filed.text
+    drawer: dict[str, Any] = filed.json()
+    return drawer
+
+
+# The server itself ----------------------------------------------------------------------------
+
+
+def test_the_server_answers_rpc_frames_as_surrealdb_does(remote: RemoteSurreal) -> None:
+    """What the remote-store tests rely on: frames in and out as a server's, over `/rpc`.
+
+    The per-connection session the wrapper adds never shows in an answer, and a frame that is
+    not a request gets an error without an id, which is how the SDK recognises one.
+    """
+    with ws_connect(f"{remote.url}/rpc", subprotocols=[Subprotocol("cbor")]) as ws:
+        ws.send(cbor_encode({"id": "v", "method": "version"}))
+        version = cbor_decode(ws.recv())
+        assert set(version) == {"id", "result"}
+        assert version["result"].startswith("surrealdb-3.")
+
+        ws.send(cbor_encode({"id": "u", "method": "use", "params": ["ns", "db"]}))
+        assert cbor_decode(ws.recv()) == {
+            "id": "u",
+            "result": {"namespace": "ns", "database": "db"},
+        }
+
+        ws.send(cbor_encode({"id": "q", "method": "query", "params": ["RETURN session::db()", {}]}))
+        answer = cbor_decode(ws.recv())
+        assert set(answer) == {"id", "result"}
+        assert answer["result"][0]["result"] == "db"
+
+        ws.send(b"\xff")
+        rejected = cbor_decode(ws.recv())
+        assert set(rejected) == {"error"}
+        assert rejected["error"]["code"] == -32700
+
+    with pytest.raises(InvalidStatus) as refused:
+        ws_connect(f"{remote.url}/elsewhere", subprotocols=[Subprotocol("cbor")])
+    assert refused.value.response.status_code == 404
+
+
+# The store on its own --------------------------------------------------------------------------
+
+
+def test_a_remote_store_opens_migrates_and_reads_back(
+    remote: RemoteSurreal, opened: list[Store]
+) -> None:
+    store = open_store(opened, remote.url)
+
+    assert store.mode == "remote"
+    assert store.migration_state().pending == len(bundled_migrations())
+    state = store.migrate()
+    assert (state.applied, state.pending) == (len(bundled_migrations()), 0)
+    assert store.healthy() == (True, None)
+
+    store.query("CREATE wing:kept SET name = $name", {"name": "kept"})
+    assert store.one("SELECT VALUE name FROM wing") == ["kept"]
+    names = store.transaction(
+        "CREATE wing:two SET name = 'two'; SELECT VALUE name FROM wing ORDER BY name;"
+    )
+    assert names == ["kept", "two"]
+    with pytest.raises(StoreFailed):
+        store.transaction("CREATE wing:three SET name = 'three'; THROW 'abandoned';")
+    assert store.one("SELECT VALUE name FROM wing ORDER BY name") == ["kept", "two"]
+
+
+def test_connections_to_one_server_share_its_data_not_their_sessions(
+    remote: RemoteSurreal, opened: list[Store]
+) -> None:
+    """Two stores are two sessions on one datastore, as two daemons on one server would be."""
+    first = open_store(opened, remote.url)
+    first.migrate()
+    first.query("CREATE wing:shared SET name = 'shared'")
+
+    second = open_store(opened, remote.url)
+    assert second.migration_state().pending == 0
+    assert second.one("SELECT VALUE name FROM wing") == ["shared"]
+    assert first.one("RETURN session::id()") != second.one("RETURN session::id()")
+
+    other = open_store(opened, remote.url, namespace="elsewhere")
+    assert other.migration_state().pending == len(bundled_migrations())
+    assert first.one("RETURN session::ns()") == "memcastle", "`use` stays on its connection"
+
+
+def test_a_store_signs_in_with_its_credentials(
+    remote_with_auth: RemoteSurreal, opened: list[Store], tmp_path: Path
+) -> None:
+    config = load_config(
+        config_file=str(
+            write_config(
+                tmp_path / "config",
+                remote_with_auth.url,
+                username=ROOT_USER,
+                password=ROOT_PASSWORD,
+            )
+        ),
+        env={},
+    )
+    store = Store.from_config(config)
+    store.open()
+    opened.append(store)
+
+    assert store.mode == "remote"
+    assert store.migrate().pending == 0
+    assert store.healthy() == (True, None)
+
+
+def test_a_wrong_password_is_refused_at_open(remote_with_auth: RemoteSurreal) -> None:
+    store = Store(remote_with_auth.url, username=ROOT_USER, password="not-the-password")
+    with pytest.raises(StoreFailed) as caught:
+        store.open()
+    assert caught.value.code == "memcastle::store::backend_failed"
+    assert remote_with_auth.url in caught.value.message
+    assert "not-the-password" not in caught.value.message
+
+
+def test_without_credentials_a_guarded_server_answers_nothing(
+    remote_with_auth: RemoteSurreal, opened: list[Store]
+) -> None:
+    """Opening needs no query, so it succeeds; the first query is refused, and says so."""
+    store = open_store(opened, remote_with_auth.url)
+    assert store.healthy() == (False, "the datastore failed to answer")
+
+
+def test_a_url_nobody_listens_on_fails_to_open() -> None:
+    with socket.socket() as held:
+        # Bound but not listening: connections are refused, and no one else can take the port.
+        held.bind(("127.0.0.1", 0))
+        url = f"ws://127.0.0.1:{held.getsockname()[1]}"
+        with pytest.raises(StoreFailed) as caught:
+            Store(url).open()
+    assert caught.value.code == "memcastle::store::backend_failed"
+    assert url in caught.value.message
+
+
+# Daemons on a remote store ---------------------------------------------------------------------
+
+
+def test_a_daemon_serves_the_api_from_a_remote_store(
+    remote: RemoteSurreal, daemons: list[Daemon], opened: list[Store], tmp_path: Path
+) -> None:
+    daemon = start(daemons, remote_daemon(tmp_path / "daemon", remote.url))
+
+    with daemon.client() as client:
+        status = client.get("/api/status").json()
+        assert status["store"] == {"mode": "remote"}
+        assert status["datastore"] == {"healthy": True}
+        assert status["migrations"]["pending"] == 0
+
+        drawer = file_drawer(client, "remote-wing", "Stored on the server.")
+        read = client.get(f"/api/drawers/{drawer['id']}")
+        assert read.status_code == 200, read.text
+        assert read.json()["content"] == "Stored on the server."
+        assert client.get("/api/status").json()["drawers"] == 1
+
+    # The drawer is on the server, not in an embedded palace next to the daemon.
+    assert not (daemon.palace / "db").exists()
+    store = open_store(opened, remote.url)
+    content = store.one(
+        "SELECT VALUE content FROM ONLY type::record('drawer', $id)", {"id": drawer["id"]}
+    )
+    assert content == "Stored on the server."
+
+    assert daemon.stop() == 0, daemon.log()
+
+
+def test_a_daemon_signs_in_with_credentials_from_its_config(
+    remote_with_auth: RemoteSurreal, daemons: list[Daemon], tmp_path: Path
+) -> None:
+    daemon = start(
+        daemons,
+        remote_daemon(
+            tmp_path / "daemon",
+            remote_with_auth.url,
+            username=ROOT_USER,
+            password=ROOT_PASSWORD,
+        ),
+    )
+
+    with daemon.client() as client:
+        status = client.get("/api/status").json()
+        assert status["store"] == {"mode": "remote"}
+        assert status["datastore"] == {"healthy": True}
+        drawer = file_drawer(client, "guarded", "Behind a password.")
+        assert client.get(f"/api/drawers/{drawer['id']}").json()["content"] == (
+            "Behind a password."
+        )
+    assert daemon.stop() == 0
+    assert ROOT_PASSWORD not in daemon.log()
+
+
+@pytest.mark.slow
+def test_two_daemons_on_one_remote_store_see_each_others_writes(
+    remote: RemoteSurreal, daemons: list[Daemon], tmp_path: Path
+) -> None:
+    first = start(daemons, remote_daemon(tmp_path / "first", remote.url))
+    second = start(daemons, remote_daemon(tmp_path / "second", remote.url))
+    assert first.palace != second.palace
+    assert first.base_url != second.base_url
+
+    with first.client() as one, second.client() as two:
+        from_first = file_drawer(one, "shared", "Filed through the first daemon.")
+        seen = two.get(f"/api/drawers/{from_first['id']}")
+        assert seen.status_code == 200, seen.text
+        assert seen.json()["content"] == "Filed through the first daemon."
+
+        from_second = file_drawer(two, "shared", "Filed through the second daemon.")
+        seen = one.get(f"/api/drawers/{from_second['id']}")
+        assert seen.status_code == 200, seen.text
+        assert seen.json()["content"] == "Filed through the second daemon."
+
+        for client in (one, two):
+            listing = client.get("/api/wings/shared/rooms/notes/drawers").json()
+            assert listing["total"] == 2
+            assert client.get("/api/status").json()["drawers"] == 2
+
+    assert first.stop() == 0, first.log()
+    assert second.stop() == 0, second.log()
+
+
+@pytest.mark.slow
+def test_the_remote_store_outlives_the_daemon_that_wrote_to_it(
+    remote: RemoteSurreal, daemons: list[Daemon], tmp_path: Path
+) -> None:
+    """Stopping one daemon closes only its own connection: the server and its data remain."""
+    first = start(daemons, remote_daemon(tmp_path / "first", remote.url))
+    with first.client() as client:
+        drawer = file_drawer(client, "lasting", "Outlives the daemon that filed it.")
+    assert first.stop() == 0, first.log()
+
+    second = start(daemons, remote_daemon(tmp_path / "second", remote.url))
+    with second.client() as client:
+        assert client.get(f"/api/drawers/{drawer['id']}").json()["content"] == (
+            "Outlives the daemon that filed it."
+        )
+        assert client.get("/api/status").json()["migrations"]["pending"] == 0
+
+
+def test_serve_exits_when_the_remote_store_is_unreachable(
+    daemons: list[Daemon], tmp_path: Path
+) -> None:
+    with socket.socket() as held:
+        # Bound but not listening: connections are refused, and no one else can take the port.
+        held.bind(("127.0.0.1", 0))
+        url = f"ws://127.0.0.1:{held.getsockname()[1]}"
+        daemon = remote_daemon(tmp_path / "daemon", url)
+        daemons.append(daemon)
+        daemon.start(wait=False)
+        assert daemon.process is not None
+        status = daemon.process.wait(timeout=DAEMON_EXIT_TIMEOUT)
+
+    log = daemon.log()
+    assert status != 0, log
+    assert "memcastle::store::backend_failed" in log
+    assert url in log
+    assert daemon.registry() is None
+    assert not (daemon.palace / "db").exists(), "no embedded palace as a fallback"
