@@ -12,6 +12,7 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -54,8 +55,18 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 
 def request_context(request: Request, *, body: Any = None) -> RequestContext:
     """The memory mode from the header, the channel from the body's `requested_by`."""
-    requested_by = body.get("requested_by") if isinstance(body, dict) else None
-    return RequestContext.build(mode=request.headers.get(MODE_HEADER), requested_by=requested_by)
+    return RequestContext.build(
+        mode=request.headers.get(MODE_HEADER), requested_by=_requested_by(body)
+    )
+
+
+def _requested_by(body: Any) -> object:
+    return body.get("requested_by") if isinstance(body, dict) else None
+
+
+def administrative_context(request: Request, *, body: Any = None) -> RequestContext:
+    """For routes outside the mode system (tokens): the mode header is accepted and ignored."""
+    return RequestContext.build(requested_by=_requested_by(body))
 
 
 def created_response(answer: dict[str, Any]) -> Response:
@@ -63,13 +74,27 @@ def created_response(answer: dict[str, Any]) -> Response:
     return Response(answer, status=201 if answer.get("created") else 200)
 
 
-class MemCastleView(APIView):
-    """Base of every REST view: JSON in and out, authentication done at the ASGI edge."""
+class JSONOnly(BaseContentNegotiation):
+    """The API answers JSON whatever the Accept header says, so an error never turns into a
+    406 that hides it."""
 
+    def select_parser(self, request: Request, parsers: list) -> Any:
+        return DefaultContentNegotiation().select_parser(request, parsers)
+
+    def select_renderer(
+        self, request: Request, renderers: list, format_suffix: str | None = None
+    ) -> tuple[Any, str]:
+        return renderers[0], renderers[0].media_type
+
+
+# The base of every REST view: JSON in and out; authentication is done at the ASGI edge.
+# (A comment, not a docstring: the OpenAPI generator would give it to every operation.)
+class MemCastleView(APIView):
     authentication_classes: list = []
     permission_classes: list = []
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
+    content_negotiation_class = JSONOnly
 
 
 def _translate(exc: Exception) -> MemCastleError:
@@ -91,8 +116,8 @@ def _translate(exc: Exception) -> MemCastleError:
             status=405,
             help="see the allowed methods in the Allow header or at /api/docs/",
         )
-    if isinstance(exc, (exceptions.NotFound, exceptions.NotAcceptable)):
-        return route_not_found(exc.status_code)
+    if isinstance(exc, exceptions.NotFound):
+        return route_not_found()
     if isinstance(exc, exceptions.APIException):
         return MemCastleError(
             str(exc.detail), code="memcastle::input::invalid", status=exc.status_code
@@ -101,11 +126,11 @@ def _translate(exc: Exception) -> MemCastleError:
     return ServerFailed()
 
 
-def route_not_found(status: int = 404) -> MemCastleError:
+def route_not_found() -> MemCastleError:
     return MemCastleError(
         "no such route",
         code="memcastle::http::not_found",
-        status=status,
+        status=404,
         help="the routes are listed at /api/docs/ and /api/schema/",
     )
 

@@ -153,12 +153,13 @@ class Setting:
     parse: Callable[[object], object]
     env: str | None = None
     env_trim: bool = False
+    flag: str | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("palace.path", None, _absolute_path, "MEMCASTLE_PALACE_PATH"),
-    Setting("server.bind", "127.0.0.1", _ip, "MEMCASTLE_BIND"),
-    Setting("server.port", 8420, _port, "MEMCASTLE_PORT"),
+    Setting("palace.path", None, _absolute_path, "MEMCASTLE_PALACE_PATH", flag="--palace"),
+    Setting("server.bind", "127.0.0.1", _ip, "MEMCASTLE_BIND", flag="--bind"),
+    Setting("server.port", 8420, _port, "MEMCASTLE_PORT", flag="--port"),
     Setting("logging.level", "info", _log_filter, "MEMCASTLE_LOG"),
     Setting("logging.format", "text", _choice("text", "json"), "MEMCASTLE_LOG_FORMAT"),
     Setting("auth.enabled", False, _bool, "MEMCASTLE_AUTH_ENABLED"),
@@ -267,7 +268,7 @@ def load_config(
             env_value = env[setting.env]
             raw, origin = (env_value.strip() if setting.env_trim else env_value), setting.env
         if overrides and overrides.get(setting.key) is not None:
-            raw, origin = overrides[setting.key], "the command line"
+            raw, origin = overrides[setting.key], f"the flag {setting.flag or setting.key}"
         values[setting.key] = _validate(setting, raw, origin)
 
     if values["palace.path"] is None:

@@ -75,7 +75,7 @@ class Unauthorized(MemCastleError):
 
 class ConfigInvalid(MemCastleError):
     code = "memcastle::config::invalid"
-    help = "fix the setting in the config file or environment and start again"
+    help = "fix the setting (config file, MEMCASTLE_* variable or flag) and start again"
 
 
 class StoreFailed(MemCastleError):

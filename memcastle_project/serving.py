@@ -13,11 +13,15 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import socket
+import time
+from typing import Any
 
 # Daphne installs Twisted's asyncio reactor when imported: it must come before anything else
 # imports `twisted.internet.reactor`.
 from daphne.server import Server  # isort: skip
+from twisted.internet import tcp
 
 from memcastle_project import __version__, runtime
 from memcastle_project.config import Config, state_dir
@@ -95,7 +99,10 @@ def _endpoint(sock: socket.socket) -> str:
     by Twisted on the same, already known, port.
     """
     if sock.family == socket.AF_INET:
-        return f"fd:fileno={os.dup(sock.fileno())}"
+        adopted = os.dup(sock.fileno())
+        # Only Twisted's copy may listen, so that closing it refuses new connections.
+        sock.close()
+        return f"fd:fileno={adopted}"
     host, port = sock.getsockname()[:2]
     sock.close()
     escaped = host.replace(":", "\\:")
@@ -136,16 +143,59 @@ def serve(config: Config) -> int:
     return 0
 
 
+class Drain:
+    """Stop gracefully: refuse new connections, let requests in flight finish, then stop.
+
+    Requests are tracked per connection (Twisted's `HTTPChannel.requests` holds a request from
+    its first line until its response is done), so a request whose body is still arriving is
+    waited for too. Idle keep-alive connections are closed. After `SHUTDOWN_GRACE_SECS`, or on a
+    second signal, the reactor stops whatever is left.
+    """
+
+    def __init__(self, reactor: Any) -> None:
+        self.reactor = reactor
+        self.deadline: float | None = None
+
+    def begin(self) -> None:
+        if self.deadline is not None:
+            logger.info("stopping now")
+            self.reactor.stop()
+            return
+        logger.info("stopping: draining requests in flight")
+        self.deadline = time.monotonic() + SHUTDOWN_GRACE_SECS
+        for reader in self.reactor.getReaders():
+            if isinstance(reader, tcp.Port):
+                reader.stopListening()
+        self._check()
+
+    def _check(self) -> None:
+        busy = False
+        for reader in self.reactor.getReaders():
+            if not isinstance(reader, tcp.Server):
+                continue
+            # Twisted wraps each HTTPChannel in a protocol-switching proxy (`_channel`).
+            channel = getattr(reader.protocol, "_channel", reader.protocol)
+            if getattr(channel, "requests", None):
+                busy = True
+            else:
+                reader.loseConnection()
+        assert self.deadline is not None
+        if busy and time.monotonic() < self.deadline:
+            self.reactor.callLater(0.01, self._check)
+        elif self.reactor.running:
+            self.reactor.stop()
+
+
 def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
     from twisted.internet import reactor
 
     from memcastle_project.asgi import application
 
     registry = RegistryFile(daemon.config)
+    drain = Drain(reactor)
 
-    def stop_soon() -> None:
-        # Let the shutdown request's own response reach the client before the reactor stops.
-        reactor.callFromThread(reactor.callLater, 0.2, reactor.stop)
+    def on_signal(signum: int, frame: object) -> None:
+        reactor.callFromThread(drain.begin)
 
     def ready() -> None:
         registry.write(daemon.bind_addr, daemon.started_at)
@@ -157,12 +207,15 @@ def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
             daemon.pid,
         )
 
-    daemon.request_shutdown = stop_soon
+    # The shutdown request is itself in flight, so the drain answers it before stopping.
+    daemon.request_shutdown = lambda: reactor.callFromThread(drain.begin)
     runtime.install(daemon)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     server = Server(
         application=application,
         endpoints=[_endpoint(sock)],
-        signal_handlers=True,
+        signal_handlers=False,
         application_close_timeout=SHUTDOWN_GRACE_SECS,
         ready_callable=ready,
         verbosity=0,

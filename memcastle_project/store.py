@@ -7,6 +7,7 @@ same API over the SurrealDB RPC protocol.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from surrealdb import Null, RecordID, Surreal
-from surrealdb.errors import ConnectionUnavailableError, SurrealError
+from surrealdb.errors import SurrealError
 
 from memcastle_project.config import Config
 from memcastle_project.errors import MemCastleError, StoreFailed
@@ -127,13 +128,18 @@ class Store:
             self.palace_path.mkdir(parents=True, exist_ok=True)
         try:
             db = Surreal(self.url)
+        except SurrealError as exc:
+            raise self._open_failed(exc) from None
+        try:
             db.connect()
             if self._username is not None:
                 db.signin({"username": self._username, "password": self._password or ""})
             db.use(self.namespace, self.database)
-        except ConnectionUnavailableError as exc:
-            raise self._open_failed(exc) from None
+            # Opening proves nothing on a remote server that refuses anonymous queries: ask.
+            db.query("RETURN 1").execute()
         except SurrealError as exc:
+            with contextlib.suppress(Exception):
+                db.close()
             raise self._open_failed(exc) from None
         self._db = db
 

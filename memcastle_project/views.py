@@ -11,7 +11,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memcastle_project import runtime, system
-from memcastle_project.api import MemCastleView, errors, request_context, route_not_found
+from memcastle_project.api import (
+    MemCastleView,
+    administrative_context,
+    errors,
+    request_context,
+    route_not_found,
+)
 
 
 class HealthView(MemCastleView):
@@ -62,7 +68,8 @@ class TokenView(MemCastleView):
         },
     )
     def post(self, request: Request) -> Response:
-        answer = runtime.current().tokens.generate(request_context(request, body=request.data))
+        ctx = administrative_context(request, body=request.data)
+        answer = runtime.current().tokens.generate(ctx)
         response = Response(answer, status=201)
         response["Cache-Control"] = "no-store"
         return response
@@ -76,7 +83,7 @@ class TokenView(MemCastleView):
         },
     )
     def delete(self, request: Request) -> Response:
-        return Response(runtime.current().tokens.revoke(request_context(request)))
+        return Response(runtime.current().tokens.revoke(administrative_context(request)))
 
 
 def dashboard(request: HttpRequest, path: str = "") -> HttpResponse:

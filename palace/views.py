@@ -90,6 +90,25 @@ DRAWER = inline_serializer(
         "updated_at": serializers.DateTimeField(),
     },
 )
+NAMED_REF = inline_serializer(
+    "NamedRef", {"id": serializers.UUIDField(), "name": serializers.CharField()}
+)
+DRAWER_LISTING = inline_serializer(
+    "DrawerListing",
+    {
+        "id": serializers.UUIDField(),
+        "wing": serializers.UUIDField(),
+        "room": serializers.UUIDField(),
+        "name": serializers.CharField(allow_null=True),
+        "preview": serializers.CharField(help_text="the start of the content, never all of it"),
+        "length": serializers.IntegerField(help_text="characters of content"),
+        "source": SOURCE,
+        "tags": serializers.ListField(child=serializers.CharField()),
+        "valid_from": serializers.DateTimeField(),
+        "valid_to": serializers.DateTimeField(allow_null=True),
+        "created_at": serializers.DateTimeField(),
+    },
+)
 DELETED = inline_serializer(
     "Deleted",
     {
@@ -150,7 +169,9 @@ class RoomsView(MemCastleView):
         summary="List a wing's rooms with their drawer counts",
         parameters=[MODE_PARAMETER],
         responses={
-            200: inline_serializer("RoomList", {"rooms": serializers.ListField(child=ROOM)}),
+            200: inline_serializer(
+                "RoomList", {"wing": NAMED_REF, "rooms": serializers.ListField(child=ROOM)}
+            ),
             **errors(400, 403, 404),
         },
     )
@@ -198,7 +219,9 @@ class DrawersView(MemCastleView):
             200: inline_serializer(
                 "DrawerList",
                 {
-                    "drawers": serializers.ListField(child=serializers.DictField()),
+                    "wing": NAMED_REF,
+                    "room": NAMED_REF,
+                    "drawers": serializers.ListField(child=DRAWER_LISTING),
                     "total": serializers.IntegerField(),
                     "limit": serializers.IntegerField(),
                     "offset": serializers.IntegerField(),

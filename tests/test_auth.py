@@ -187,11 +187,6 @@ def test_token_routes_are_outside_the_mode_system(fresh_daemon: Daemon) -> None:
             assert revoked.status_code == 200, (mode, revoked.text)
 
 
-@pytest.mark.xfail(
-    reason="TokenView builds a RequestContext, which validates X-MemCastle-Mode and answers 400 "
-    "for an unknown value; the token routes should ignore the header",
-    strict=True,
-)
 def test_token_routes_ignore_an_unknown_mode(fresh_daemon: Daemon) -> None:
     """memory-modes.md §3: administrative routes accept the mode header and ignore it, like
     /api/shutdown does (an unknown value is a 400 only on routes that read or write memory)."""

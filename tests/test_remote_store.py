@@ -304,12 +304,14 @@ def test_a_wrong_password_is_refused_at_open(remote_with_auth: RemoteSurreal) ->
     assert "not-the-password" not in caught.value.message
 
 
-def test_without_credentials_a_guarded_server_answers_nothing(
-    remote_with_auth: RemoteSurreal, opened: list[Store]
+def test_without_credentials_a_guarded_server_is_refused_at_open(
+    remote_with_auth: RemoteSurreal,
 ) -> None:
-    """Opening needs no query, so it succeeds; the first query is refused, and says so."""
-    store = open_store(opened, remote_with_auth.url)
-    assert store.healthy() == (False, "the datastore failed to answer")
+    """Opening asks the server a question, so a refusal names its cause at once."""
+    with pytest.raises(StoreFailed) as caught:
+        Store(remote_with_auth.url).open()
+    assert caught.value.code == "memcastle::store::backend_failed"
+    assert "anonymous" in caught.value.message.lower()
 
 
 def test_a_url_nobody_listens_on_fails_to_open() -> None:

@@ -110,11 +110,6 @@ def refuses_connections(address: tuple[str, int]) -> bool:
     return False
 
 
-@pytest.mark.xfail(
-    reason="SIGTERM stops the reactor at once (Daphne's own signal handler): in-flight requests "
-    "are dropped instead of drained; see serving.py _run",
-    strict=True,
-)
 def test_sigterm_drains_a_request_in_flight(fresh_daemon: Daemon) -> None:
     """Graceful drain (cli.md `serve`): once stopping, the daemon accepts no new connection but
     still answers the request it is in the middle of."""
