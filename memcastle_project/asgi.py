@@ -8,7 +8,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 
 import django
 from channels.routing import ProtocolTypeRouter
+from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
+from django.db import close_old_connections, reset_queries
 
 from memcastle_project.gate import TokenGate
 
@@ -29,5 +31,16 @@ class DjangoApp(ASGIHandler):
         await self.handle(scope, receive, send)
 
 
+def _drop_database_signal_receivers() -> None:
+    """MemCastle has no Django database, yet Django connects `close_old_connections` and
+    `reset_queries` to every request's start and end; under ASGI each sync receiver costs a
+    thread hop. Measured on 2 cores, 4 alternating runs: a drawer read by id, client side,
+    4.7 -> 3.6 ms median."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_started.disconnect(reset_queries)
+    signals.request_finished.disconnect(close_old_connections)
+
+
 django.setup(set_prefix=False)
+_drop_database_signal_receivers()
 application = TokenGate(ProtocolTypeRouter({"http": DjangoApp()}))

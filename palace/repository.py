@@ -1,8 +1,8 @@
 """SurrealQL for wings, rooms and drawers. The only module of the palace that talks to the store.
 
-Rows come back as plain dicts whose `id` is the record key (a UUID string). Counts are read from
-the `room_tally` and `wing_tally` aggregate tables that the database maintains from `drawer`
-(see schema 0001), never by paging rows.
+Rows come back as plain dicts whose `id` is the record key (a UUID string). Counts are read by
+key from the `wing_rooms`, `room_tally` and `wing_tally` aggregate tables that the database
+maintains from `room` and `drawer` (see schema 0001), never by paging rows.
 """
 
 from __future__ import annotations
@@ -53,13 +53,15 @@ class PalaceRepository:
         if not ids:
             return {}
         rooms, tallies = self.store.query(
-            "SELECT wing, count() AS n FROM room WHERE wing IN $ids GROUP BY wing;"
-            "SELECT wing, drawers FROM $tallies;",
-            {"ids": ids, "tallies": [RecordID("wing_tally", [wing_id]) for wing_id in ids]},
+            "SELECT wing, rooms FROM $rooms; SELECT wing, drawers FROM $tallies;",
+            {
+                "rooms": [RecordID("wing_rooms", [wing_id]) for wing_id in ids],
+                "tallies": [RecordID("wing_tally", [wing_id]) for wing_id in ids],
+            },
         )
         counts = {wing_id: {"rooms": 0, "drawers": 0} for wing_id in ids}
         for row in rooms:
-            counts[row["wing"]]["rooms"] = row["n"]
+            counts[row["wing"]]["rooms"] = row["rooms"]
         for row in tallies:
             counts[row["wing"]]["drawers"] = row["drawers"]
         return counts
@@ -134,6 +136,16 @@ class PalaceRepository:
             "SELECT * FROM drawer WHERE room = $room AND name = $name",
             {"room": room_id, "name": name},
         )
+        return rows[0] if rows else None
+
+    def drawer_at(self, wing: str, room: str, name: str) -> dict[str, Any] | None:
+        """The drawer at `wing/room/name`, all three by name, in one round trip."""
+        rows = self.store.query(
+            "LET $w = (SELECT VALUE meta::id(id) FROM wing WHERE name = $wing)[0];"
+            "LET $r = (SELECT VALUE meta::id(id) FROM room WHERE wing = $w AND name = $room)[0];"
+            "SELECT * FROM drawer WHERE room = $r AND name = $name;",
+            {"wing": wing, "room": room, "name": name},
+        )[-1]
         return rows[0] if rows else None
 
     def current_drawer_with_hash(self, room_id: str, digest: str) -> dict[str, Any] | None:

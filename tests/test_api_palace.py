@@ -175,6 +175,14 @@ def test_http_level_failures_share_the_error_body(client: httpx.Client) -> None:
     assert "`body`" in body["error"]
 
 
+def test_answers_are_json_whatever_accept_says(client: httpx.Client) -> None:
+    listing = client.get("/api/wings", headers={"Accept": "text/html"})
+    assert listing.status_code == 200
+    assert listing.headers["content-type"] == "application/json"
+    missing = client.get("/api/wings/ghost-wing", headers={"Accept": "text/html"})
+    assert_error(missing, 404, "memcastle::palace::wing_not_found")
+
+
 def test_status_report(client: httpx.Client, daemon: Daemon) -> None:
     status = client.get("/api/status").json()
     assert status["pid"] == daemon.process.pid
