@@ -70,7 +70,7 @@ class ModeForbidden(MemCastleError):
 class Unauthorized(MemCastleError):
     status = 401
     code = "memcastle::auth::unauthorized"
-    help = "send `Authorization: Bearer <token>`; see `memcastle auth generate`"
+    help = "send `Authorization: Bearer <token>` with the configured secret or a generated token"
 
 
 class ConfigInvalid(MemCastleError):

@@ -116,7 +116,7 @@ def _check_auth(daemon: runtime.Runtime) -> None:
             "generated token is set",
             code="memcastle::auth::not_configured",
             help="set MEMCASTLE_AUTH_TOKEN (16+ characters) or auth.token, or start once with "
-            "auth disabled and run `memcastle auth generate`",
+            "auth disabled and generate one with POST /api/auth/token",
         )
 
 

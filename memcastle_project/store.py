@@ -148,7 +148,7 @@ class Store:
             return StoreFailed(
                 f"the palace at {self.palace_path} is locked by another process: "
                 "a MemCastle daemon probably holds it",
-                help="talk to the running daemon (`memcastle status`), or stop it first",
+                help="talk to the running daemon over its API (GET /api/status), or stop it first",
             )
         where = self.palace_path if self.palace_path is not None else self.url
         return StoreFailed(f"the datastore at {where} could not be opened: {exc}")

@@ -35,7 +35,7 @@ HIERARCHY_FIELDS = ("name", "description", "requested_by")
 
 class WingNotFound(NotFound):
     code = "memcastle::palace::wing_not_found"
-    help = "list the wings with GET /api/wings (or `memcastle wing list`)"
+    help = "list the wings with GET /api/wings"
 
 
 class RoomNotFound(NotFound):
