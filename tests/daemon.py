@@ -68,6 +68,19 @@ class Daemon:
             self.base_url = f"http://{record['bind_addr']}"
         return self
 
+    def start_refused(self, timeout: float = START_TIMEOUT) -> str:
+        """Start a daemon that must refuse to start; returns its log.
+
+        A refused start exits non-zero and is never advertised in a registry file.
+        """
+        self.start(wait=False)
+        assert self.process is not None
+        status = self.process.wait(timeout=timeout)
+        log = self.log()
+        assert status != 0, log
+        assert self.registry() is None, "a daemon that refuses to start is never advertised"
+        return log
+
     def _registry_files(self) -> list[Path]:
         return list((self.state / "memcastle" / "run").glob("*/daemon.json"))
 

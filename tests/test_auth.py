@@ -268,10 +268,4 @@ def test_auth_enabled_without_any_credential_refuses_to_start(fresh_daemon: Daem
 
 
 def assert_start_fails_not_configured(daemon: Daemon) -> None:
-    daemon.start(wait=False)
-    assert daemon.process is not None
-    status = daemon.process.wait(timeout=30)
-    log = daemon.log()
-    assert status != 0, log
-    assert "memcastle::auth::not_configured" in log
-    assert daemon.registry() is None, "a daemon that refuses to start is never advertised"
+    assert "memcastle::auth::not_configured" in daemon.start_refused()
