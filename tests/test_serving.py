@@ -12,6 +12,7 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -404,3 +405,18 @@ def test_migrate_status_after_the_daemon_stopped(fresh_daemon: Daemon) -> None:
 
     status, _ = migrate_json(fresh_daemon, "--check")
     assert status == 0
+
+
+def test_the_memcastle_script_runs_the_same_commands(tmp_path: Path) -> None:
+    """`memcastle <command>` and `python manage.py <command>` are one CLI."""
+    daemon = Daemon(tmp_path)
+    script = Path(sys.executable).parent / "memcastle"
+    result = subprocess.run(
+        [str(script), "migrate", "--status"],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == json.loads(daemon.run("migrate", "--status").stdout)
