@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
@@ -137,8 +137,6 @@ def route_not_found() -> MemCastleError:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's EXCEPTION_HANDLER: every failure of a view becomes the error body."""
-    from django.http import Http404
-
     error = route_not_found() if isinstance(exc, Http404) else _translate(exc)
     response = Response(error.body(), status=error.status)
     if isinstance(exc, exceptions.MethodNotAllowed):

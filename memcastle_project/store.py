@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from surrealdb import Null, RecordID, Surreal
+from surrealdb import NullType, RecordID, Surreal
 from surrealdb.errors import SurrealError
 
 from memcastle_project.config import Config
@@ -76,7 +76,7 @@ def plain(value: Any) -> Any:
         return {key: plain(item) for key, item in value.items()}
     if isinstance(value, list):
         return [plain(item) for item in value]
-    if value is Null or type(value).__name__ == "NullType":
+    if isinstance(value, NullType):
         return None
     if isinstance(value, dt.datetime):
         utc = value.astimezone(dt.UTC)
@@ -197,11 +197,16 @@ class Store:
             return False, exc.message
         return True, None
 
-    def migration_state(self) -> MigrationState:
-        applied = self.one(
-            "DEFINE TABLE IF NOT EXISTS schema_migration SCHEMALESS; "
-            "SELECT VALUE version FROM schema_migration"
+    def _applied_versions(self) -> set[int]:
+        return set(
+            self.one(
+                "DEFINE TABLE IF NOT EXISTS schema_migration SCHEMALESS; "
+                "SELECT VALUE version FROM schema_migration"
+            )
         )
+
+    def migration_state(self) -> MigrationState:
+        applied = self._applied_versions()
         return MigrationState(applied=len(applied), available=len(bundled_migrations()))
 
     def migrate(self) -> MigrationState:
@@ -210,12 +215,7 @@ class Store:
         The watermark row is written in the same transaction as the schema it records, so a
         crash leaves either both or neither.
         """
-        applied = set(
-            self.one(
-                "DEFINE TABLE IF NOT EXISTS schema_migration SCHEMALESS; "
-                "SELECT VALUE version FROM schema_migration"
-            )
-        )
+        applied = self._applied_versions()
         for migration in bundled_migrations():
             if migration.version in applied:
                 continue

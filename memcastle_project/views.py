@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -15,8 +13,8 @@ from memcastle_project.api import (
     MemCastleView,
     administrative_context,
     errors,
+    handler404,
     request_context,
-    route_not_found,
 )
 
 
@@ -89,12 +87,7 @@ class TokenView(MemCastleView):
 def dashboard(request: HttpRequest, path: str = "") -> HttpResponse:
     """`/ui`: the dashboard's files are not shipped yet, so an enabled dashboard answers 503."""
     if not runtime.current().config.web_enable or request.method not in ("GET", "HEAD"):
-        error = route_not_found()
-        return HttpResponse(
-            content=json.dumps(error.body()),
-            status=error.status,
-            content_type="application/json",
-        )
+        return handler404(request)
     return HttpResponse(
         "<!doctype html><title>MemCastle</title>"
         "<p>The dashboard's files are not installed in this version of MemCastle.</p>",
