@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from django.http import Http404, HttpRequest, JsonResponse
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import JSONParser
@@ -37,11 +37,20 @@ ERROR_MEANINGS = {
     400: "invalid input (the message names the field)",
     401: "missing or wrong bearer token (authentication enabled)",
     403: "the memory mode forbids the operation",
-    404: "unknown wing, room, drawer or route",
+    404: "unknown job, wing, room, drawer or route",
     405: "method not allowed on this route",
     409: "conflict with the palace's current state",
     500: "server failure; the detail is in the daemon log",
 }
+
+
+MODE_PARAMETER = OpenApiParameter(
+    "X-MemCastle-Mode",
+    str,
+    OpenApiParameter.HEADER,
+    enum=["full", "read_only", "disabled"],
+    description="memory mode of this request; full when absent",
+)
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
@@ -110,12 +119,7 @@ def _translate(exc: Exception) -> MemCastleError:
             help="send the body as JSON with `Content-Type: application/json`",
         )
     if isinstance(exc, exceptions.MethodNotAllowed):
-        return MemCastleError(
-            str(exc.detail),
-            code="memcastle::http::method_not_allowed",
-            status=405,
-            help="see the allowed methods in the Allow header or at /api/docs/",
-        )
+        return method_not_allowed(str(exc.detail))
     if isinstance(exc, exceptions.NotFound):
         return route_not_found()
     if isinstance(exc, exceptions.APIException):
@@ -124,6 +128,15 @@ def _translate(exc: Exception) -> MemCastleError:
         )
     logger.exception("unexpected failure while handling a request", exc_info=exc)
     return ServerFailed()
+
+
+def method_not_allowed(message: str) -> MemCastleError:
+    return MemCastleError(
+        message,
+        code="memcastle::http::method_not_allowed",
+        status=405,
+        help="see the allowed methods in the Allow header or at /api/docs/",
+    )
 
 
 def route_not_found() -> MemCastleError:

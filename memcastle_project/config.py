@@ -18,6 +18,8 @@ from typing import Any
 
 from memcastle_project.errors import ConfigInvalid, MemCastleError
 
+# A broker URL may carry a password, so it is never echoed back either.
+SECRET_KEYS = ("auth.token", "store.password", "jobs.broker_url")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "off")
 
 
@@ -146,6 +148,38 @@ def _store_sync(raw: object) -> str:
     raise ValueError("`every`, `never` or an interval over 100ms such as `500ms`, `5s`, `1m`")
 
 
+def _int_range(low: int, high: int) -> Callable[[object], int]:
+    def parse(raw: object) -> int:
+        if not isinstance(raw, bool) and isinstance(raw, (int, str)):
+            try:
+                number = int(raw)
+            except ValueError:
+                number = low - 1
+            if low <= number <= high:
+                return number
+        raise ValueError(f"a whole number from {low} to {high}")
+
+    return parse
+
+
+def _seconds(raw: object) -> float:
+    """A positive number of seconds, fractions allowed (tests shorten waits this way)."""
+    if not isinstance(raw, bool) and isinstance(raw, (int, float, str)):
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = 0.0
+        if 0.01 <= seconds <= 3600:
+            return seconds
+    raise ValueError("a number of seconds from 0.01 to 3600")
+
+
+def _broker_url(raw: object) -> str:
+    if not isinstance(raw, str) or not re.match(r"^rediss?://\S+", raw):
+        raise ValueError("a redis:// or rediss:// URL")
+    return raw
+
+
 @dataclass(frozen=True)
 class Setting:
     key: str
@@ -172,6 +206,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("store.database", "palace", _optional_str),
     Setting("store.username", None, _optional_str),
     Setting("store.password", None, _optional_str),
+    Setting("jobs.max_concurrency", 4, _int_range(1, 256), "MEMCASTLE_JOBS_MAX_CONCURRENCY"),
+    Setting(
+        "jobs.drain_timeout_secs", 10, _int_range(1, 86400), "MEMCASTLE_JOBS_DRAIN_TIMEOUT_SECS"
+    ),
+    Setting("jobs.lease_ttl_secs", 30, _int_range(3, 86400), "MEMCASTLE_JOBS_LEASE_TTL_SECS"),
+    Setting("jobs.broker_url", None, _broker_url, "MEMCASTLE_JOBS_BROKER_URL"),
+    Setting("events.keepalive_secs", 15.0, _seconds, "MEMCASTLE_EVENTS_KEEPALIVE_SECS"),
 )
 
 
@@ -191,6 +232,21 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class JobsConfig:
+    max_concurrency: int
+    drain_timeout_secs: int
+    lease_ttl_secs: int
+    broker_url: str | None
+
+    def __repr__(self) -> str:
+        # A broker URL may carry a password.
+        return (
+            f"JobsConfig(max_concurrency={self.max_concurrency!r}, "
+            f"lease_ttl_secs={self.lease_ttl_secs!r}, broker={bool(self.broker_url)!r})"
+        )
+
+
+@dataclass(frozen=True)
 class Config:
     palace_path: Path
     bind: str
@@ -202,6 +258,8 @@ class Config:
     web_enable: bool
     store: StoreConfig
     config_file: Path | None
+    jobs: JobsConfig
+    events_keepalive_secs: float
 
     def __repr__(self) -> str:
         return (
@@ -293,6 +351,13 @@ def load_config(
             password=values["store.password"],  # type: ignore[arg-type]
         ),
         config_file=path if path.exists() else None,
+        jobs=JobsConfig(
+            max_concurrency=values["jobs.max_concurrency"],  # type: ignore[arg-type]
+            drain_timeout_secs=values["jobs.drain_timeout_secs"],  # type: ignore[arg-type]
+            lease_ttl_secs=values["jobs.lease_ttl_secs"],  # type: ignore[arg-type]
+            broker_url=values["jobs.broker_url"],  # type: ignore[arg-type]
+        ),
+        events_keepalive_secs=values["events.keepalive_secs"],  # type: ignore[arg-type]
     )
 
 
@@ -302,7 +367,7 @@ def _validate(setting: Setting, raw: object, origin: str) -> object:
     try:
         return setting.parse(raw)
     except ValueError as exc:
-        shown = "<secret>" if setting.key in ("auth.token", "store.password") else repr(raw)
+        shown = "<secret>" if setting.key in SECRET_KEYS else repr(raw)
         raise ConfigInvalid(
             f"invalid value for `{setting.key}` from {origin}: expected {exc}, got {shown}"
         ) from None
@@ -316,4 +381,9 @@ def _check_store(values: dict[str, object]) -> None:
     if values["store.mode"] == "embedded" and values["store.url"]:
         raise ConfigInvalid(
             'invalid value for `store.url`: it is only used with store.mode = "remote"'
+        )
+    if values["store.mode"] == "embedded" and values["jobs.broker_url"]:
+        raise ConfigInvalid(
+            "invalid value for `jobs.broker_url`: a broker is only used with store.mode = "
+            '"remote" (an embedded palace runs its jobs inside the daemon)'
         )

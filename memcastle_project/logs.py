@@ -24,6 +24,22 @@ LEVELS = {
 MEMCASTLE_LOGGERS = ("memcastle_project", "palace", "jobs", "sources", "graph", "mcp_bridge")
 
 
+def fields(**values: object) -> dict[str, dict[str, object]]:
+    """Structured fields for a log record: `logger.info("job queued", extra=fields(...))`.
+
+    Fields name things (ids, kinds, counts); never content, paths, queries or secrets."""
+    return {"fields": values}
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        values = getattr(record, "fields", None)
+        if not values:
+            return text
+        return text + " " + " ".join(f"{key}={value}" for key, value in values.items())
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -32,9 +48,12 @@ class JsonFormatter(logging.Formatter):
             "target": record.name,
             "message": record.getMessage(),
         }
+        values = getattr(record, "fields", None)
+        if values:
+            entry["fields"] = values
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
+        return json.dumps(entry, default=str)
 
 
 def configure_logging(level_filter: str, log_format: str) -> None:
@@ -45,10 +64,13 @@ def configure_logging(level_filter: str, log_format: str) -> None:
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)-5s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    # Celery and kombu narrate every message at info; the job log lines say what matters.
+    for chatty in ("celery", "kombu"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     for directive in level_filter.split(","):
         target, _, level = directive.strip().rpartition("=")
         value = LEVELS[level.strip().lower()]

@@ -11,9 +11,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jobs.executor import Executor
+from jobs.services import JobService
 from memcastle_project.auth import TokenService
 from memcastle_project.config import Config
 from memcastle_project.errors import ServerFailed
+from memcastle_project.events import EventBus
 from memcastle_project.store import Store
 from palace.repository import PalaceRepository
 from palace.services import PalaceService
@@ -25,6 +28,9 @@ class Runtime:
     store: Store
     tokens: TokenService
     palace: PalaceService
+    events: EventBus
+    executor: Executor
+    jobs: JobService
     bind_addr: str = ""
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     pid: int = field(default_factory=os.getpid)
@@ -32,11 +38,16 @@ class Runtime:
 
     @classmethod
     def build(cls, config: Config, store: Store) -> Runtime:
+        events = EventBus()
+        executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
         return cls(
             config=config,
             store=store,
             tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
-            palace=PalaceService(PalaceRepository(store)),
+            palace=PalaceService(PalaceRepository(store), events),
+            events=events,
+            executor=executor,
+            jobs=JobService(executor),
         )
 
 

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 # Daphne installs Twisted's asyncio reactor when imported: it must come before anything else
@@ -23,6 +24,7 @@ from typing import Any
 from daphne.server import Server  # isort: skip
 from twisted.internet import tcp
 
+from jobs.worker import JobWorker
 from memcastle_project import __version__, runtime
 from memcastle_project.config import Config, state_dir
 from memcastle_project.errors import MemCastleError
@@ -134,7 +136,15 @@ def serve(config: Config) -> int:
         _check_auth(daemon)
         if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
             logger.warning("listening on %s without authentication", daemon.bind_addr)
-        _run(daemon, sock)
+        worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
+        worker.start()
+        try:
+            daemon.executor.start_up()
+            _run(daemon, sock)
+        finally:
+            daemon.executor.begin_drain()
+            daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
+            worker.stop()
     finally:
         runtime.install(None)
         store.close()
@@ -152,8 +162,9 @@ class Drain:
     second signal, the reactor stops whatever is left.
     """
 
-    def __init__(self, reactor: Any) -> None:
+    def __init__(self, reactor: Any, on_begin: Callable[[], None]) -> None:
         self.reactor = reactor
+        self.on_begin = on_begin
         self.deadline: float | None = None
 
     def begin(self) -> None:
@@ -163,6 +174,7 @@ class Drain:
             return
         logger.info("stopping: draining requests in flight")
         self.deadline = time.monotonic() + SHUTDOWN_GRACE_SECS
+        self.on_begin()
         for reader in self.reactor.getReaders():
             if isinstance(reader, tcp.Port):
                 reader.stopListening()
@@ -192,7 +204,13 @@ def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
     from memcastle_project.asgi import application
 
     registry = RegistryFile(daemon.config)
-    drain = Drain(reactor)
+
+    def stop_streams_and_jobs() -> None:
+        # Event streams end at once (they are never waited for); jobs checkpoint meanwhile.
+        daemon.events.close()
+        daemon.executor.begin_drain()
+
+    drain = Drain(reactor, stop_streams_and_jobs)
 
     def on_signal(signum: int, frame: object) -> None:
         reactor.callFromThread(drain.begin)

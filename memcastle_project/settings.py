@@ -21,6 +21,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "palace",
+    "jobs",
 ]
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = "memcastle_project.urls"

@@ -23,10 +23,12 @@ def status(daemon: Runtime, ctx: RequestContext) -> dict[str, Any]:
     healthy, error = daemon.store.healthy()
     migrations: dict[str, int] | None = None
     drawers: int | None = None
+    jobs: dict[str, int] | None = None
     if healthy:
         try:
             migrations = daemon.store.migration_state().as_dict()
             drawers = daemon.palace.repository.drawer_total()
+            jobs = daemon.jobs.counts()
         except MemCastleError as exc:
             healthy, error = False, exc.message
     now = dt.datetime.now(dt.UTC)
@@ -45,6 +47,7 @@ def status(daemon: Runtime, ctx: RequestContext) -> dict[str, Any]:
         "datastore": datastore,
         "migrations": migrations,
         "drawers": drawers,
+        "jobs": jobs,
         "auth_enabled": daemon.config.auth_enabled,
         "mode": ctx.mode.value,
     }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from memcastle_project import views
+from jobs import views as jobs
+from memcastle_project import streams, views
 from palace import views as palace
 
 urlpatterns = [
@@ -23,6 +24,13 @@ urlpatterns = [
         palace.DrawerView.as_view(),
     ),
     path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view()),
+    path("api/jobs", jobs.JobsView.as_view()),
+    path("api/jobs/<str:job_id>", jobs.JobView.as_view()),
+    re_path(
+        r"^api/jobs/(?P<job_id>[^/]+)/(?P<action>pause|resume|cancel|force-cancel|retry)$",
+        jobs.JobControlView.as_view(),
+    ),
+    path("api/events", streams.events),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
     re_path(r"^ui(?:/(?P<path>.*))?$", views.dashboard),

@@ -13,6 +13,7 @@ from typing import Any
 
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import Conflict, InputInvalid, NotFound
+from memcastle_project.events import EventBus
 from memcastle_project.store import UniqueViolation
 from memcastle_project.validation import (
     body_object,
@@ -104,9 +105,14 @@ def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
 
 class PalaceService:
     def __init__(
-        self, repository: PalaceRepository, clock: Callable[[], dt.datetime] = utc_now
+        self,
+        repository: PalaceRepository,
+        events: EventBus | None = None,
+        clock: Callable[[], dt.datetime] = utc_now,
     ) -> None:
         self.repository = repository
+        # Every write is announced once saved; a service without subscribers announces to none.
+        self.events = events or EventBus()
         self.clock = clock
 
     # Resolution: a wing or room is a name first, then a UUID; a drawer is a name or a UUID
@@ -154,9 +160,11 @@ class PalaceService:
         if description is not None:
             record["description"] = description
         try:
-            return self.repository.create_wing(record), True
+            wing = self.repository.create_wing(record)
         except UniqueViolation:
             return self._find_wing(ref), False
+        self.events.publish("wing", "created", id=wing["id"])
+        return wing, True
 
     def _ensure_room(
         self, wing: Mapping[str, Any], ref: str, description: str | None = None
@@ -174,9 +182,11 @@ class PalaceService:
         if description is not None:
             record["description"] = description
         try:
-            return self.repository.create_room(record), True
+            room = self.repository.create_room(record)
         except UniqueViolation:
             return self._find_room(wing, ref), False
+        self.events.publish("room", "created", id=room["id"], wing=wing["id"])
+        return room, True
 
     # Wings
 
@@ -208,7 +218,9 @@ class PalaceService:
     def delete_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, int]:
         ctx.require_write("delete_wing")
         wing = self._find_wing(wing_ref)
-        return self.repository.delete_wing(wing["id"])
+        deleted = self.repository.delete_wing(wing["id"])
+        self.events.publish("wing", "deleted", id=wing["id"])
+        return deleted
 
     # Rooms
 
@@ -247,7 +259,9 @@ class PalaceService:
     def delete_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, int]:
         ctx.require_write("delete_room")
         room = self._find_room(self._find_wing(wing_ref), room_ref)
-        return self.repository.delete_room(room["id"])
+        deleted = self.repository.delete_room(room["id"])
+        self.events.publish("room", "deleted", id=room["id"], wing=room["wing"])
+        return deleted
 
     # Drawers
 
@@ -348,7 +362,13 @@ class PalaceService:
             if existing is None:
                 raise
             return {**drawer_view(existing), "created": False}
+        self._announce_drawer(created, "created")
         return {**drawer_view(created), "created": True}
+
+    def _announce_drawer(self, drawer: Mapping[str, Any], action: str) -> None:
+        self.events.publish(
+            "drawer", action, id=drawer["id"], wing=drawer["wing"], room=drawer["room"]
+        )
 
     def _existing_copy(
         self, room: Mapping[str, Any], name: str | None, digest: str
@@ -373,4 +393,5 @@ class PalaceService:
         room = self._find_room(self._find_wing(wing_ref), room_ref)
         drawer = self._find_drawer(room, drawer_ref)
         self.repository.delete_drawer(drawer["id"])
+        self._announce_drawer(drawer, "deleted")
         return {"wings": 0, "rooms": 0, "drawers": 1}

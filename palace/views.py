@@ -9,15 +9,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memcastle_project import runtime
-from memcastle_project.api import MemCastleView, created_response, errors, request_context
-
-MODE_PARAMETER = OpenApiParameter(
-    "X-MemCastle-Mode",
-    str,
-    OpenApiParameter.HEADER,
-    enum=["full", "read_only", "disabled"],
-    description="memory mode of this request; full when absent",
+from memcastle_project.api import (
+    MODE_PARAMETER,
+    MemCastleView,
+    created_response,
+    errors,
+    request_context,
 )
+
 NAMED_BODY = inline_serializer(
     "NamedBody",
     {

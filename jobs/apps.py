@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class JobsConfig(AppConfig):
+    name = "jobs"
+
+    def ready(self) -> None:
+        # Job kinds register themselves on import; every kind is imported here, once, so the
+        # REST views, the worker and the CLI all know the same kinds.
+        from jobs import demo  # noqa: F401

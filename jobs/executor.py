@@ -1,0 +1,392 @@
+"""This process's side of the job queue: claiming, running, leases, recovery and the drain.
+
+A broker message only wakes the executor: `execute` then claims the most urgent queued job with a
+compare-and-set on its row and runs it on the calling (Celery pool) thread. While a job runs, its
+lease is renewed every third of `jobs.lease_ttl_secs`, and every write it makes is fenced on that
+lease, so a worker that lost its job can no longer touch it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jobs import kinds
+from jobs.repository import JobRepository
+from jobs.run import JobRun, JobStopped, LeaseLost
+from jobs.states import Status, transition
+from memcastle_project.config import JobsConfig
+from memcastle_project.errors import MemCastleError
+from memcastle_project.events import EventBus
+from memcastle_project.logs import fields
+from memcastle_project.store import Store
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def recovery_move(row: Mapping[str, Any]) -> str:
+    """What a crash leaves a running job as: the user's request first, then the budget."""
+    if row.get("cancel_requested"):
+        return "cancel"
+    if row.get("pause_requested"):
+        return "pause"
+    if int(row.get("recovery_attempts") or 0) < int(row.get("max_attempts") or MAX_ATTEMPTS):
+        return "recover"
+    return "fail"
+
+
+class Executor:
+    def __init__(
+        self,
+        store: Store,
+        events: EventBus,
+        config: JobsConfig,
+        *,
+        exclusive_store: bool,
+        clock: Callable[[], dt.datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.repository = JobRepository(store)
+        self.events = events
+        self.lease_ttl = dt.timedelta(seconds=config.lease_ttl_secs)
+        # An embedded palace is locked by this process, so no other worker can hold a job.
+        self.exclusive_store = exclusive_store
+        self.clock = clock
+        self.worker_id = f"memcastle-{os.getpid()}-{secrets.token_hex(4)}"
+        self.dispatch: Callable[[str], None] = lambda job_id: None
+        self.closing = False
+        self._runs: dict[str, JobRun] = {}
+        self._claiming: set[str] = set()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._stopped = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._drain_started = 0.0
+
+    # Notices and dispatch, shared with the submitting side.
+
+    def announce(self, row: Mapping[str, Any], action: str) -> None:
+        self.events.publish(
+            "job", action, id=row["id"], job_kind=row["kind"]["type"], status=row["status"]
+        )
+
+    # What control requests ask of the jobs running here.
+
+    def is_live(self, row: Mapping[str, Any]) -> bool:
+        """Whether a running job has a worker: ours, or another's whose lease is current."""
+        with self._lock:
+            if row.get("lease_owner") == self.worker_id:
+                return row["id"] in self._runs or row["id"] in self._claiming
+        expires = row.get("lease_expires_at")
+        return not self.exclusive_store and expires is not None and expires > self.clock()
+
+    def notify(self, job_id: str) -> None:
+        """A pause or cancel was requested: a job running here stops at its next unit."""
+        run = self._runs.get(job_id)
+        if run is not None:
+            run.request_stop()
+
+    def abort(self, job_id: str) -> None:
+        """The job was force-cancelled: a job running here stops at once."""
+        run = self._runs.get(job_id)
+        if run is not None:
+            run.abort()
+
+    # Running jobs.
+
+    def execute(self, job_id: str) -> None:
+        """Handle one message (naming `job_id`): claim the most urgent queued job and run it.
+
+        The named job is usually the one claimed; when a more urgent one waits, that one goes
+        first and the named job is claimed by a later message.
+        """
+        run = self._claim()
+        if run is not None:
+            self._run(run)
+
+    def _claim(self) -> JobRun | None:
+        for candidate in self.repository.claim_candidates():
+            with self._lock:
+                if self.closing:
+                    return None
+                self._claiming.add(candidate["id"])
+            row = None
+            try:
+                now = self.clock()
+                changes = transition(candidate, "claim", now)
+                changes["lease_owner"] = self.worker_id
+                changes["lease_expires_at"] = now + self.lease_ttl
+                row = self.repository.compare_and_set(candidate, changes)
+            finally:
+                with self._lock:
+                    self._claiming.discard(candidate["id"])
+                    if row is not None:
+                        run = JobRun(row, self.store, self._saver(row["id"]))
+                        self._runs[row["id"]] = run
+            if row is not None:
+                logger.info("job claimed by worker", extra=self._fields(row, worker_id=True))
+                self.announce(row, "updated")
+                return run
+        return None
+
+    def _saver(self, job_id: str) -> Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]:
+        def save(checkpoint: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:
+            row = self.repository.fenced_update(
+                job_id,
+                self.worker_id,
+                {"checkpoint": checkpoint, "progress": progress, "updated_at": self.clock()},
+            )
+            if row is None:
+                raise LeaseLost(f"job {job_id} is no longer held by this worker")
+            self.announce(row, "updated")
+            return row
+
+        return save
+
+    def _run(self, run: JobRun) -> None:
+        started = time.monotonic()
+        kind = kinds.get(run.kind)
+        try:
+            if kind is None:
+                raise MemCastleError(
+                    f"this daemon cannot run jobs of kind {run.kind!r}",
+                    code="memcastle::jobs::kind_unknown",
+                    help="run the job with the MemCastle version that queued it",
+                )
+            logger.info("job started", extra=fields(job_id=run.job_id, job_type=run.kind))
+            result = kind.run(run)
+        except JobStopped:
+            self._stop(run, started)
+        except LeaseLost:
+            self._abandon(run)
+        except MemCastleError as exc:
+            self._finish(run, "fail", started, error=exc.message, error_code=exc.code)
+        except Exception as exc:
+            logger.exception("job handler failed", extra=fields(job_id=run.job_id))
+            self._finish(
+                run,
+                "fail",
+                started,
+                error=f"the {run.kind} job failed unexpectedly ({type(exc).__name__})",
+                error_code="memcastle::server::failed",
+            )
+        else:
+            self._finish(run, "complete", started, result=result)
+        finally:
+            with self._idle:
+                self._runs.pop(run.job_id, None)
+                self._idle.notify_all()
+
+    def _stop(self, run: JobRun, started: float) -> None:
+        """The handler stopped between units: cancel and pause requests win over an interrupt."""
+        row = self.repository.get(run.job_id)
+        if row is None or row["status"] != Status.RUNNING or row["lease_owner"] != self.worker_id:
+            self._abandon(run)
+            return
+        if row.get("cancel_requested"):
+            move = "cancel"
+        elif row.get("pause_requested"):
+            move = "pause"
+        else:
+            move = "interrupt"
+        self._finish(run, move, started, seen=row)
+
+    def _finish(
+        self,
+        run: JobRun,
+        move: str,
+        started: float,
+        *,
+        seen: Mapping[str, Any] | None = None,
+        **outcome: Any,
+    ) -> None:
+        changes = {**transition(seen or run.row, move, self.clock()), **outcome}
+        try:
+            row = self.repository.fenced_update(run.job_id, self.worker_id, changes)
+        except MemCastleError:
+            logger.warning(
+                "could not record the end of a job; it is recovered at the next start",
+                extra=fields(job_id=run.job_id, outcome=move),
+            )
+            return
+        if row is None:
+            self._abandon(run)
+            return
+        self.announce(row, "updated")
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        if move == "fail":
+            logger.info(
+                "job failed",
+                extra=fields(
+                    job_id=run.job_id,
+                    error=row.get("error_code"),
+                    elapsed_ms=elapsed_ms,
+                    attempt=row.get("attempt"),
+                ),
+            )
+            return
+        logger.info(
+            f"job {row['status'] if move != 'interrupt' else 'interrupted'}",
+            extra=fields(job_id=run.job_id, job_type=run.kind, elapsed_ms=elapsed_ms),
+        )
+        if row["status"] == Status.QUEUED and not self.closing:
+            self.dispatch(run.job_id)
+
+    def _abandon(self, run: JobRun) -> None:
+        logger.info(
+            "job abandoned: it is no longer held by this worker (force-cancelled or taken over)",
+            extra=fields(job_id=run.job_id, worker_id=self.worker_id),
+        )
+
+    def _fields(self, row: Mapping[str, Any], *, worker_id: bool = False) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "job_id": row["id"],
+            "job_type": row["kind"]["type"],
+            "priority": row["priority"],
+            "requested_by": row.get("requested_by"),
+            "attempt": row.get("attempt"),
+        }
+        if worker_id:
+            values["worker_id"] = self.worker_id
+        return fields(**values)
+
+    # Leases.
+
+    def _start_heartbeat(self) -> None:
+        """Renew leases (and, on a shared store, reap expired ones) on a thread of its own."""
+        self._heartbeat = threading.Thread(
+            target=self._heartbeat_loop, name="memcastle-job-leases", daemon=True
+        )
+        self._heartbeat.start()
+
+    def _heartbeat_loop(self) -> None:
+        interval = self.lease_ttl.total_seconds() / 3
+        last_renewed = time.monotonic()
+        last_reaped = time.monotonic()
+        while not self._stopped.wait(interval):
+            try:
+                self._renew()
+                last_renewed = time.monotonic()
+                if not self.exclusive_store and time.monotonic() - last_reaped >= interval * 3:
+                    self.reap()
+                    last_reaped = time.monotonic()
+            except MemCastleError:
+                if time.monotonic() - last_renewed >= self.lease_ttl.total_seconds():
+                    logger.warning("the datastore is unreachable: interrupting the running jobs")
+                    for run in list(self._runs.values()):
+                        run.interrupt()
+            except Exception:
+                logger.exception("renewing job leases failed")
+
+    def _renew(self) -> None:
+        runs = dict(self._runs)
+        held = {
+            row["id"]: row
+            for row in self.repository.renew_leases(
+                self.worker_id, runs, self.clock() + self.lease_ttl
+            )
+        }
+        for job_id, run in runs.items():
+            row = held.get(job_id)
+            if row is None:
+                # Still ours in memory, no longer on the row: another worker or a force-cancel.
+                if self._runs.get(job_id) is run:
+                    run.abort()
+            elif row.get("pause_requested") or row.get("cancel_requested"):
+                run.request_stop()
+
+    # Recovery.
+
+    def start_up(self) -> None:
+        """Settle the running jobs left without a worker, send a message for every queued job
+        (the broker need not have kept any), and start renewing leases."""
+        self._recover(expired_only=not self.exclusive_store)
+        for job_id in self.repository.ids_with_status(Status.QUEUED):
+            self.dispatch(job_id)
+        self._start_heartbeat()
+
+    def reap(self) -> None:
+        """On a shared store: take back the jobs whose worker stopped renewing its lease."""
+        for job_id in self._recover(expired_only=True):
+            self.dispatch(job_id)
+
+    def _recover(self, *, expired_only: bool) -> list[str]:
+        """Move running jobs that have no worker; returns the ids now queued.
+
+        On an embedded palace at start-up every running job is such a job. On a shared store
+        only expired leases count (a missing expiry counts as expired), and each move is guarded
+        on the lease still being the one read.
+        """
+        now = self.clock()
+        queued = []
+        for row in self.repository.rows_with_status(Status.RUNNING):
+            with self._lock:
+                if row["id"] in self._runs or row["id"] in self._claiming:
+                    continue
+            expires = row.get("lease_expires_at")
+            if expired_only and expires is not None and expires > now:
+                continue
+            move = recovery_move(row)
+            changes = transition(row, move, now)
+            if move == "fail":
+                changes["error"] = (
+                    f"the job was interrupted by a crash {row.get('recovery_attempts') or 0} "
+                    "times, its whole budget"
+                )
+                changes["error_code"] = "memcastle::jobs::recovery_exhausted"
+            written = self.repository.compare_and_set(
+                row, changes, expired_by=now if expired_only else None
+            )
+            if written is None:
+                continue
+            self.announce(written, "updated")
+            logger.info("job recovered", extra=fields(job_id=row["id"], status=written["status"]))
+            if written["status"] == Status.QUEUED:
+                queued.append(row["id"])
+        return queued
+
+    # The drain.
+
+    def begin_drain(self) -> None:
+        """Stop claiming and ask every running job to checkpoint and return to the queue."""
+        with self._lock:
+            if not self.closing:
+                self.closing = True
+                self._drain_started = time.monotonic()
+            runs = list(self._runs.values())
+        for run in runs:
+            run.interrupt()
+
+    def finish_drain(self, timeout: float) -> int:
+        """Wait until `timeout` seconds after the drain began for the interrupted jobs;
+        returns how many are left.
+
+        Those stay `running` and are recovered at the next start, losing the work done since
+        their last checkpoint.
+        """
+        deadline = self._drain_started + timeout
+        with self._idle:
+            while self._runs and (remaining := deadline - time.monotonic()) > 0:
+                self._idle.wait(remaining)
+            left = list(self._runs.values())
+        self._stopped.set()
+        if left:
+            logger.warning(
+                "jobs still running after the drain; they are recovered at the next start",
+                extra=fields(jobs=len(left)),
+            )
+            for run in left:
+                run.abort()
+        return len(left)

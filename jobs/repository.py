@@ -1,0 +1,136 @@
+"""SurrealQL for job rows. The only module of `jobs` that talks to the store.
+
+Every state change is a compare-and-set: the write names the state it was computed from, and a
+row that changed in between is left alone (the caller gets None). A `None` in a change removes the
+field, which reads back as absent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memcastle_project.store import Store
+
+# How many of the most urgent queued jobs a claim tries before giving up for this message.
+CLAIM_CANDIDATES = 8
+
+
+def _without_id(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key != "id"}
+
+
+def _filters(status: str | None, kind: str | None) -> tuple[str, dict[str, Any]]:
+    clauses, variables = [], {}
+    if status is not None:
+        clauses.append("status = $status")
+        variables["status"] = status
+    if kind is not None:
+        clauses.append("kind.type = $kind")
+        variables["kind"] = kind
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), variables
+
+
+class JobRepository:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        return self.store.one(
+            "CREATE ONLY type::record('job', $id) CONTENT $record",
+            {"id": record["id"], "record": _without_id(record)},
+        )
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        return self.store.one("SELECT * FROM ONLY type::record('job', $id)", {"id": job_id})
+
+    def list(
+        self, *, status: str | None, kind: str | None, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of jobs, newest first, and how many match in all."""
+        where, variables = _filters(status, kind)
+        rows, total = self.store.query(
+            f"SELECT * FROM job{where} ORDER BY created_at DESC LIMIT $limit START $offset;"
+            f"SELECT count() AS n FROM job{where} GROUP ALL;",
+            {**variables, "limit": limit, "offset": offset},
+        )
+        return rows, (total[0]["n"] if total else 0)
+
+    def count_by_status(self) -> dict[str, int]:
+        rows = self.store.one("SELECT status, count() AS n FROM job GROUP BY status")
+        return {row["status"]: row["n"] for row in rows}
+
+    def ids_with_status(self, status: str) -> list[str]:
+        return self.store.one(
+            "SELECT VALUE record::id(id) FROM job WHERE status = $status ORDER BY "
+            "priority DESC, created_at ASC",
+            {"status": status},
+        )
+
+    def rows_with_status(self, status: str) -> list[dict[str, Any]]:
+        return self.store.one("SELECT * FROM job WHERE status = $status", {"status": status})
+
+    def claim_candidates(self) -> list[dict[str, Any]]:
+        return self.store.one(
+            "SELECT * FROM job WHERE status = 'queued' ORDER BY priority DESC, created_at ASC "
+            "LIMIT $n",
+            {"n": CLAIM_CANDIDATES},
+        )
+
+    def compare_and_set(
+        self,
+        seen: Mapping[str, Any],
+        changes: Mapping[str, Any],
+        *,
+        expired_by: dt.datetime | None = None,
+    ) -> dict[str, Any] | None:
+        """Write `changes` only if the row's state is still the one in `seen`.
+
+        The state is what the transition function reads: status, both requests and the lease
+        holder. Heartbeats and checkpoints change none of them, so they never contend. With
+        `expired_by`, the lease must also still be expired then (the holder did not renew it).
+        """
+        lease = (
+            " AND (lease_expires_at = NONE OR lease_expires_at <= $expired_by)"
+            if expired_by is not None
+            else ""
+        )
+        return self.store.one(
+            "UPDATE ONLY type::record('job', $id) MERGE $changes WHERE status = $status "
+            "AND (pause_requested ?? false) = $pause AND (cancel_requested ?? false) = $cancel "
+            f"AND lease_owner = $owner{lease} RETURN AFTER",
+            {
+                "expired_by": expired_by,
+                "id": seen["id"],
+                "changes": dict(changes),
+                "status": seen["status"],
+                "pause": bool(seen.get("pause_requested")),
+                "cancel": bool(seen.get("cancel_requested")),
+                "owner": seen.get("lease_owner"),
+            },
+        )
+
+    def fenced_update(
+        self, job_id: str, owner: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Write as the lease holder; None when the job is no longer running under `owner`."""
+        return self.store.one(
+            "UPDATE ONLY type::record('job', $id) MERGE $changes "
+            "WHERE status = 'running' AND lease_owner = $owner RETURN AFTER",
+            {"id": job_id, "owner": owner, "changes": dict(changes)},
+        )
+
+    def renew_leases(
+        self, owner: str, job_ids: Iterable[str], expires_at: dt.datetime
+    ) -> list[dict[str, Any]]:
+        """Extend the leases `owner` still holds; returns those rows (with their requests)."""
+        ids = list(job_ids)
+        if not ids:
+            return []
+        return self.store.one(
+            "UPDATE job SET lease_expires_at = $expires WHERE record::id(id) IN $ids "
+            "AND status = 'running' AND lease_owner = $owner "
+            "RETURN record::id(id) AS id, pause_requested, cancel_requested",
+            {"ids": ids, "owner": owner, "expires": expires_at},
+        )

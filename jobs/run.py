@@ -1,0 +1,93 @@
+"""What a handler sees of its job while it runs: parameters, checkpoint, and the way to save.
+
+Handlers loop over units of work. After each unit they call `save` with the state to resume from;
+the save is fenced on the lease, and it is where a pause, cancel or shutdown interrupt is
+honoured, so a handler stops only between units and never loses a finished one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from memcastle_project.errors import MemCastleError
+from memcastle_project.store import Store
+
+
+class JobStopped(Exception):
+    """Raised inside a handler to stop it between units; the runner decides the new state."""
+
+
+class LeaseLost(MemCastleError):
+    """The job is no longer ours: force-cancelled, or taken over after our lease expired."""
+
+    code = "memcastle::jobs::lease_lost"
+    help = "another worker took the job after this one's lease expired; nothing to do"
+
+
+Saver = Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]]
+
+
+class JobRun:
+    def __init__(self, row: Mapping[str, Any], store: Store, save: Saver) -> None:
+        self.store = store
+        # The row as last written by this run; the final transition is computed from it.
+        self.row: Mapping[str, Any] = row
+        self.job_id: str = row["id"]
+        self.kind: str = row["kind"]["type"]
+        self.params: dict[str, Any] = {k: v for k, v in row["kind"].items() if k != "type"}
+        self.checkpoint: dict[str, Any] = dict(row.get("checkpoint") or {})
+        self.attempt: int = int(row.get("attempt") or 1)
+        self.requested_by: str = row.get("requested_by") or "http"
+        self._save = save
+        self._wake = threading.Event()
+        # Set from other threads: a request seen on the row, a shutdown interrupt, or an abort
+        # (force-cancel or a lost lease), which also cuts a `sleep` short.
+        self.stop_requested = bool(row.get("pause_requested") or row.get("cancel_requested"))
+        self.interrupted = False
+        self.aborted = False
+
+    def save(
+        self,
+        checkpoint: dict[str, Any],
+        *,
+        current: int,
+        total: int | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Persist the resume state and progress, then stop here if a stop is pending."""
+        progress: dict[str, Any] = {"current": current}
+        if total is not None:
+            progress["total"] = total
+        if message is not None:
+            progress["message"] = message
+        row = self._save(checkpoint, progress)
+        self.row = row
+        self.checkpoint = dict(checkpoint)
+        if row.get("pause_requested") or row.get("cancel_requested"):
+            self.stop_requested = True
+        self.check()
+
+    def check(self) -> None:
+        """Raise `JobStopped` if the job should stop before its next unit."""
+        if self.stop_requested or self.interrupted or self.aborted:
+            raise JobStopped()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait as part of a unit's work; a pending stop ends the wait and the unit."""
+        self.check()
+        self._wake.wait(seconds)
+        self.check()
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+        self._wake.set()
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+        self._wake.set()
+
+    def abort(self) -> None:
+        self.aborted = True
+        self._wake.set()

@@ -1,0 +1,223 @@
+"""Application services for jobs: submit, read, and control.
+
+REST views (and later MCP tools and CLI commands) call these. Submitting is gated by the memory
+mode of the job's kind; reading is a read; control (pause, resume, cancel, force-cancel, retry)
+is never gated. Every change is a compare-and-set on the job's row, announced after it is saved.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jobs import kinds
+from jobs.executor import MAX_ATTEMPTS, Executor, utc_now
+from jobs.repository import JobRepository
+from jobs.states import Status, transition
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import Conflict, InputInvalid, NotFound
+from memcastle_project.logs import fields
+from memcastle_project.validation import body_object, is_uuid, parse_limit, parse_offset
+
+logger = logging.getLogger(__name__)
+
+JOB_LIST_LIMIT = 50
+# A control request re-reads and tries again this many times before calling the job contended.
+CONTROL_ATTEMPTS = 3
+ACTIONS = ("pause", "resume", "cancel", "force-cancel", "retry")
+OPTIONAL_FIELDS = (
+    "started_at",
+    "completed_at",
+    "result",
+    "error",
+    "error_code",
+    "lease_owner",
+    "lease_expires_at",
+)
+
+
+class JobIdInvalid(InputInvalid):
+    code = "memcastle::jobs::id_invalid"
+
+
+class JobNotFound(NotFound):
+    code = "memcastle::jobs::not_found"
+    help = "list the jobs with GET /api/jobs"
+
+
+class JobContended(Conflict):
+    code = "memcastle::jobs::contended"
+    help = "the job kept changing state under the request and nothing was changed; run it again"
+
+
+class JobOrphaned(Conflict):
+    code = "memcastle::jobs::orphaned"
+    help = (
+        "restart the daemon, which re-queues the job, or stop it now with "
+        "POST /api/jobs/{id}/force-cancel"
+    )
+
+
+def job_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The job record with every optional field present (null when unset)."""
+    view = dict(row)
+    for field in OPTIONAL_FIELDS:
+        view.setdefault(field, None)
+    view["checkpoint"] = row.get("checkpoint") or {}
+    view["pause_requested"] = bool(row.get("pause_requested"))
+    view["cancel_requested"] = bool(row.get("cancel_requested"))
+    return view
+
+
+def parse_job_id(raw: str) -> str:
+    if not is_uuid(raw):
+        raise JobIdInvalid("id", f"must be a job's UUID (got {raw!r})")
+    return str(uuid.UUID(raw))
+
+
+def _choice(raw: object, field: str, choices: list[str]) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if raw not in choices:
+        raise InputInvalid(field, f"must be one of {', '.join(choices)} (got {raw!r})")
+    return str(raw)
+
+
+class JobService:
+    def __init__(self, executor: Executor, clock: Callable[[], dt.datetime] = utc_now) -> None:
+        self.executor = executor
+        self.repository: JobRepository = executor.repository
+        self.clock = clock
+
+    def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:
+        """Queue a job of the kind named by `type`; it is returned at once, still queued."""
+        body = body_object(data)
+        kind = kinds.get(body.get("type")) if isinstance(body.get("type"), str) else None
+        if kind is None:
+            raise InputInvalid("type", f"must name a job kind (known: {', '.join(kinds.names())})")
+        if kind.writes_memory:
+            ctx.require_write(kind.name)
+        params = kind.parse({k: v for k, v in body.items() if k not in ("type", "requested_by")})
+        now = self.clock()
+        row = self.repository.create(
+            {
+                "id": str(uuid.uuid4()),
+                "kind": {"type": kind.name, **params},
+                "status": Status.QUEUED.value,
+                "priority": int(kind.priority),
+                "created_at": now,
+                "updated_at": now,
+                "requested_by": ctx.requested_by,
+                "progress": {"current": 0},
+                "attempt": 0,
+                "recovery_attempts": 0,
+                "max_attempts": MAX_ATTEMPTS,
+                "checkpoint": {},
+                "pause_requested": False,
+                "cancel_requested": False,
+            }
+        )
+        logger.info(
+            "job queued",
+            extra=fields(
+                job_id=row["id"],
+                job_type=kind.name,
+                priority=row["priority"],
+                requested_by=ctx.requested_by,
+            ),
+        )
+        self.executor.announce(row, "created")
+        self.executor.dispatch(row["id"])
+        return job_view(row)
+
+    def list_jobs(
+        self,
+        ctx: RequestContext,
+        *,
+        status: object = None,
+        kind: object = None,
+        limit: object = None,
+        offset: object = None,
+    ) -> dict[str, Any]:
+        ctx.require_read("job_list")
+        wanted_status = _choice(status, "status", [s.value for s in Status])
+        wanted_kind = _choice(kind, "kind", kinds.names())
+        page_size = parse_limit(limit, default=JOB_LIST_LIMIT)
+        start = parse_offset(offset)
+        rows, total = self.repository.list(
+            status=wanted_status, kind=wanted_kind, limit=page_size, offset=start
+        )
+        return {
+            "jobs": [job_view(row) for row in rows],
+            "total": total,
+            "limit": page_size,
+            "offset": start,
+        }
+
+    def show(self, ctx: RequestContext, job_id: str) -> dict[str, Any]:
+        ctx.require_read("job_show")
+        return job_view(self._get(parse_job_id(job_id)))
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per status, for the status report."""
+        found = self.repository.count_by_status()
+        return {status.value: found.get(status.value, 0) for status in Status}
+
+    def _get(self, job_id: str) -> dict[str, Any]:
+        row = self.repository.get(job_id)
+        if row is None:
+            raise JobNotFound(f"job {job_id} does not exist")
+        return row
+
+    def control(self, action: str, job_id: str) -> dict[str, Any]:
+        """Pause, resume, cancel, force-cancel or retry a job. Never gated by a memory mode.
+
+        Pause and cancel of a running job are requests, honoured by its handler at the next
+        unit of work; the answer shows the request set. A move the state does not allow is
+        refused and changes nothing, so repeating an action is refused too.
+        """
+        assert action in ACTIONS, action
+        job_id = parse_job_id(job_id)
+        for _ in range(CONTROL_ATTEMPTS):
+            row = self._get(job_id)
+            move = self._move(action, row)
+            changes = transition(row, move, self.clock())
+            if move in ("request_pause", "request_cancel") and not self.executor.is_live(row):
+                raise JobOrphaned(
+                    f"job {job_id} is recorded as running, but no worker is running it"
+                )
+            written = self.repository.compare_and_set(row, changes)
+            if written is None:
+                continue
+            self.executor.announce(written, "updated")
+            self._after(action, move, row, written)
+            return job_view(written)
+        raise JobContended(f"job {job_id} kept changing state; nothing was changed")
+
+    @staticmethod
+    def _move(action: str, row: Mapping[str, Any]) -> str:
+        running = row["status"] == Status.RUNNING
+        if action == "pause":
+            return "request_pause"
+        if action == "cancel":
+            return "request_cancel" if running else "cancel"
+        if action == "force-cancel":
+            return "cancel"
+        return action
+
+    def _after(
+        self, action: str, move: str, before: Mapping[str, Any], after: Mapping[str, Any]
+    ) -> None:
+        logger.info(
+            f"job {action} {'requested' if move.startswith('request_') else 'done'}",
+            extra=fields(job_id=after["id"], status=after["status"]),
+        )
+        if move.startswith("request_"):
+            self.executor.notify(after["id"])
+        elif action == "force-cancel" and before["status"] == Status.RUNNING:
+            self.executor.abort(after["id"])
+        elif after["status"] == Status.QUEUED:
+            self.executor.dispatch(after["id"])

@@ -1,0 +1,132 @@
+"""REST views for jobs: parse, call `JobService`, render."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from jobs.services import ACTIONS, JobService
+from jobs.states import Status
+from memcastle_project import runtime
+from memcastle_project.api import MODE_PARAMETER, MemCastleView, errors, request_context
+
+JOB = inline_serializer(
+    "Job",
+    {
+        "id": serializers.UUIDField(),
+        "kind": serializers.DictField(help_text="the submitted body: `type` and its parameters"),
+        "status": serializers.ChoiceField([s.value for s in Status]),
+        "priority": serializers.IntegerField(help_text="100 critical ... 0 background"),
+        "created_at": serializers.DateTimeField(),
+        "updated_at": serializers.DateTimeField(),
+        "started_at": serializers.DateTimeField(allow_null=True),
+        "completed_at": serializers.DateTimeField(allow_null=True),
+        "requested_by": serializers.CharField(),
+        "progress": inline_serializer(
+            "JobProgress",
+            {
+                "current": serializers.IntegerField(),
+                "total": serializers.IntegerField(required=False),
+                "message": serializers.CharField(required=False),
+            },
+        ),
+        "attempt": serializers.IntegerField(help_text="claims so far"),
+        "recovery_attempts": serializers.IntegerField(help_text="crashes survived"),
+        "max_attempts": serializers.IntegerField(help_text="crash budget"),
+        "checkpoint": serializers.DictField(help_text="the handler's resume state"),
+        "result": serializers.DictField(allow_null=True),
+        "error": serializers.CharField(allow_null=True),
+        "error_code": serializers.CharField(allow_null=True),
+        "lease_owner": serializers.CharField(allow_null=True),
+        "lease_expires_at": serializers.DateTimeField(allow_null=True),
+        "pause_requested": serializers.BooleanField(),
+        "cancel_requested": serializers.BooleanField(),
+    },
+)
+SUBMISSION = inline_serializer(
+    "JobSubmission",
+    {
+        "type": serializers.CharField(help_text="the job kind, e.g. demo"),
+        "steps": serializers.IntegerField(required=False, help_text="demo: steps, 5 by default"),
+        "step_ms": serializers.IntegerField(
+            required=False, help_text="demo: how long each step takes, 500 by default"
+        ),
+        "fail_at_step": serializers.IntegerField(
+            required=False, help_text="demo: this step fails once, so retry can be tried"
+        ),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+
+
+def _jobs() -> JobService:
+    return runtime.current().jobs
+
+
+class JobsView(MemCastleView):
+    @extend_schema(
+        summary="List jobs, newest first",
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("status", str, enum=[s.value for s in Status]),
+            OpenApiParameter("kind", str, description="a job kind, e.g. demo"),
+            OpenApiParameter("limit", int, description="50 by default, 0 means 50, at most 200"),
+            OpenApiParameter("offset", int, description="jobs to skip"),
+        ],
+        responses={
+            200: inline_serializer(
+                "JobList",
+                {
+                    "jobs": serializers.ListField(child=JOB),
+                    "total": serializers.IntegerField(),
+                    "limit": serializers.IntegerField(),
+                    "offset": serializers.IntegerField(),
+                },
+            ),
+            **errors(400, 403),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        return Response(
+            _jobs().list_jobs(
+                request_context(request),
+                status=params.get("status"),
+                kind=params.get("kind"),
+                limit=params.get("limit"),
+                offset=params.get("offset"),
+            )
+        )
+
+    @extend_schema(
+        summary="Submit a job; it is returned at once, queued",
+        parameters=[MODE_PARAMETER],
+        request=SUBMISSION,
+        responses={201: JOB, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = request_context(request, body=request.data)
+        return Response(_jobs().submit(ctx, request.data), status=201)
+
+
+class JobView(MemCastleView):
+    @extend_schema(
+        summary="Show a job: status, progress, checkpoint and result",
+        parameters=[MODE_PARAMETER],
+        responses={200: JOB, **errors(400, 403, 404)},
+    )
+    def get(self, request: Request, job_id: str) -> Response:
+        return Response(_jobs().show(request_context(request), job_id))
+
+
+class JobControlView(MemCastleView):
+    @extend_schema(
+        summary="Pause, resume, cancel, force-cancel or retry a job (never mode-gated)",
+        parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(ACTIONS))],
+        request=None,
+        responses={200: JOB, **errors(400, 404, 409)},
+    )
+    def post(self, request: Request, job_id: str, action: str) -> Response:
+        return Response(_jobs().control(action, job_id))

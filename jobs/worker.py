@@ -1,0 +1,100 @@
+"""Celery, the executor of jobs: the app, its one task, and the worker that consumes it.
+
+With an embedded palace the daemon hosts the worker in a thread, on Celery's in-process
+`memory://` transport, so no broker server is needed (polling every 5 ms: 5.3 ms median
+submit-to-start, where the transport's default 1 s polling took 48 s for a burst of 200). With a
+remote palace and `jobs.broker_url`, messages go through Redis, and `memcastle worker` processes
+consume them beside the daemons. Messages carry only a job id; the job row stays the truth, so
+a lost message costs nothing: queued jobs are dispatched again at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+from celery import Celery
+
+from jobs.executor import Executor
+from memcastle_project import runtime
+from memcastle_project.logs import fields
+
+logger = logging.getLogger(__name__)
+
+TASK = "memcastle.run_job"
+QUEUE = "memcastle.jobs"
+STOP_TIMEOUT_SECS = 5
+
+
+def make_app(broker_url: str | None) -> Celery:
+    # No Django fixup: MemCastle has no Django database, and the fixup would run its checks.
+    app = Celery(
+        "memcastle", broker=broker_url or "memory://localhost/", set_as_current=False, fixups=[]
+    )
+    app.conf.update(
+        task_default_queue=QUEUE,
+        task_ignore_result=True,
+        # One message at a time per pool thread: the claim, not the message, picks the job.
+        worker_prefetch_multiplier=1,
+        worker_hijack_root_logger=False,
+        broker_connection_retry_on_startup=True,
+    )
+    if broker_url is None:
+        app.conf.broker_transport_options = {"polling_interval": 0.005}
+    app.task(name=TASK, ignore_result=True)(_run_job)
+    return app
+
+
+def _run_job(job_id: str) -> None:
+    runtime.current().executor.execute(job_id)
+
+
+class JobWorker:
+    """A Celery worker for this process's executor, run on a thread of its own."""
+
+    def __init__(self, executor: Executor, broker_url: str | None, concurrency: int) -> None:
+        self.executor = executor
+        self.app = make_app(broker_url)
+        self.concurrency = concurrency
+        self._controller = None
+        self._thread: threading.Thread | None = None
+        executor.dispatch = self.dispatch
+
+    def dispatch(self, job_id: str) -> None:
+        """Send the message that runs a job; a broker failure leaves the job queued."""
+        try:
+            self.app.send_task(TASK, args=[job_id], queue=QUEUE)
+        except Exception as exc:
+            logger.warning(
+                "could not send a job to the broker; it stays queued and is sent again at the "
+                "next start",
+                extra=fields(job_id=job_id, error=type(exc).__name__),
+            )
+
+    def start(self) -> None:
+        self._controller = self.app.WorkController(
+            pool="threads",
+            concurrency=self.concurrency,
+            without_heartbeat=True,
+            without_mingle=True,
+            without_gossip=True,
+            hostname=f"{self.executor.worker_id}@{socket.gethostname()}",
+            queues=[QUEUE],
+            loglevel="WARNING",
+        )
+        self._thread = threading.Thread(
+            target=self._controller.start, name="memcastle-celery", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop consuming. Called after the executor's drain; a job still stuck in its handler
+        does not hold the process (its row stays running and is recovered at the next start)."""
+        if self._controller is None:
+            return
+        stopper = threading.Thread(
+            target=self._controller.stop, kwargs={"in_sighandler": False}, daemon=True
+        )
+        stopper.start()
+        stopper.join(STOP_TIMEOUT_SECS)

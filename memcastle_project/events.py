@@ -1,0 +1,133 @@
+"""Change notices for `GET /api/events`: what changed, never what it holds.
+
+Services publish after their write is saved, from whatever thread they run on (a request's,
+a job worker's). Each subscriber has a bounded buffer filled at publish time; a subscriber that
+falls behind loses its buffer and gets one `resync` instead, so a slow reader costs a bounded
+amount of memory and learns that it must read everything again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BUFFER_SIZE = 1024
+KINDS = ("job", "drawer", "wing", "room", "entity", "trigger")
+ACTIONS = ("created", "updated", "deleted")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One frame: `kind` names the SSE event, `data` is its JSON object."""
+
+    kind: str
+    data: Mapping[str, Any]
+
+
+RESYNC = Event("resync", {"kind": "resync"})
+
+
+class Subscription:
+    """One stream's buffer. `next()` is awaited on the event loop that created it."""
+
+    def __init__(self, bus: EventBus, loop: asyncio.AbstractEventLoop, size: int) -> None:
+        self._bus = bus
+        self._loop = loop
+        self._size = size
+        self._buffer: collections.deque[Event] = collections.deque()
+        self._lock = threading.Lock()
+        self._ready = asyncio.Event()
+        self._lagged = False
+        self.closed = False
+
+    def _offer(self, event: Event) -> None:
+        with self._lock:
+            if self._lagged:
+                return
+            if len(self._buffer) >= self._size:
+                self._buffer.clear()
+                self._buffer.append(RESYNC)
+                # Everything up to the reader's next look is dropped: after a resync it reads
+                # the palace again, which already includes those changes.
+                self._lagged = True
+            else:
+                self._buffer.append(event)
+        self._wake()
+
+    def _close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._ready.set)
+
+    async def next(self, timeout: float) -> Event | None:
+        """The next event; None when `timeout` passed first or the bus closed."""
+        while True:
+            with self._lock:
+                if self._buffer:
+                    event = self._buffer.popleft()
+                    if event is RESYNC:
+                        self._lagged = False
+                    return event
+                self._ready.clear()
+            if self.closed:
+                return None
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except TimeoutError:
+                return None
+
+    def cancel(self) -> None:
+        self._bus.unsubscribe(self)
+
+
+class EventBus:
+    """Fan-out of change notices to the open event streams of this daemon."""
+
+    def __init__(self, buffer_size: int = BUFFER_SIZE) -> None:
+        self._buffer_size = buffer_size
+        self._subscribers: set[Subscription] = set()
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self, asyncio.get_running_loop(), self._buffer_size)
+        with self._lock:
+            if self.closed:
+                subscription._close()
+            else:
+                self._subscribers.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            self._subscribers.discard(subscription)
+
+    def publish(self, kind: str, action: str, **identifiers: Any) -> None:
+        """Announce a change. Pass identifiers only: ids, a job's kind and status."""
+        assert kind in KINDS and action in ACTIONS, (kind, action)
+        event = Event(kind, {"kind": kind, "action": action, **identifiers})
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for subscription in subscribers:
+            subscription._offer(event)
+
+    def close(self) -> None:
+        """End every stream (daemon shutdown); later subscribers are closed at once."""
+        with self._lock:
+            self.closed = True
+            subscribers = list(self._subscribers)
+            self._subscribers.clear()
+        for subscription in subscribers:
+            subscription._close()
+
+    @property
+    def subscriber_count(self) -> int:
+        with self._lock:
+            return len(self._subscribers)
