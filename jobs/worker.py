@@ -11,6 +11,7 @@ a lost message costs nothing: queued jobs are dispatched again at every start.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import threading
 
@@ -18,7 +19,11 @@ from celery import Celery
 
 from jobs.executor import Executor
 from memcastle_project import runtime
-from memcastle_project.logs import fields
+from memcastle_project.config import Config
+from memcastle_project.errors import ConfigInvalid, MemCastleError
+from memcastle_project.logs import configure_logging, fields
+from memcastle_project.runtime import Runtime
+from memcastle_project.store import Store
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +32,8 @@ QUEUE = "memcastle.jobs"
 STOP_TIMEOUT_SECS = 5
 
 
-def make_app(broker_url: str | None) -> Celery:
+def make_app(broker_url: str | None, executor: Executor) -> Celery:
+    """A Celery app whose one task hands a message to `executor`."""
     # No Django fixup: MemCastle has no Django database, and the fixup would run its checks.
     app = Celery(
         "memcastle", broker=broker_url or "memory://localhost/", set_as_current=False, fixups=[]
@@ -35,19 +41,22 @@ def make_app(broker_url: str | None) -> Celery:
     app.conf.update(
         task_default_queue=QUEUE,
         task_ignore_result=True,
-        # One message at a time per pool thread: the claim, not the message, picks the job.
+        # A busy worker holds no message beyond the ones it runs (a message is acknowledged when
+        # its job ends), so an idle worker elsewhere gets the next one. The claim, not the
+        # message, picks the job; a message redelivered after a crash claims nothing twice.
         worker_prefetch_multiplier=1,
+        task_acks_late=True,
         worker_hijack_root_logger=False,
         broker_connection_retry_on_startup=True,
     )
     if broker_url is None:
         app.conf.broker_transport_options = {"polling_interval": 0.005}
-    app.task(name=TASK, ignore_result=True)(_run_job)
+
+    def run_job(job_id: str) -> None:
+        executor.execute(job_id)
+
+    app.task(name=TASK, ignore_result=True)(run_job)
     return app
-
-
-def _run_job(job_id: str) -> None:
-    runtime.current().executor.execute(job_id)
 
 
 class JobWorker:
@@ -55,7 +64,7 @@ class JobWorker:
 
     def __init__(self, executor: Executor, broker_url: str | None, concurrency: int) -> None:
         self.executor = executor
-        self.app = make_app(broker_url)
+        self.app = make_app(broker_url, executor)
         self.concurrency = concurrency
         self._controller = None
         self._thread: threading.Thread | None = None
@@ -98,3 +107,51 @@ class JobWorker:
         )
         stopper.start()
         stopper.join(STOP_TIMEOUT_SECS)
+
+
+def run_standalone(config: Config) -> int:
+    """`memcastle worker`: run jobs of a remote palace beside its daemons, until SIGTERM/SIGINT.
+
+    It claims from the same job rows as the daemons, through the same Redis broker, and drains
+    like a daemon when stopped.
+    """
+    configure_logging(config.log_level, config.log_format)
+    if config.store.mode != "remote" or not config.jobs.broker_url:
+        raise ConfigInvalid(
+            '`memcastle worker` needs store.mode = "remote" and jobs.broker_url: an embedded '
+            "palace runs its jobs inside its daemon"
+        )
+    store = Store.from_config(config)
+    store.open()
+    try:
+        state = store.migration_state()
+        if state.pending:
+            raise MemCastleError(
+                f"the palace's schema is at migration {state.applied} of {state.available}",
+                code="memcastle::migrate::pending",
+                help="start a daemon of this version once, or run `memcastle migrate`",
+            )
+        daemon = Runtime.build(config, store)
+        runtime.install(daemon)
+        worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
+        worker.start()
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        daemon.executor.start_up()
+        logger.info(
+            "worker ready",
+            extra=fields(
+                worker_id=daemon.executor.worker_id, concurrency=config.jobs.max_concurrency
+            ),
+        )
+        stop.wait()
+        logger.info("stopping: draining running jobs")
+        daemon.executor.begin_drain()
+        daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
+        worker.stop()
+    finally:
+        runtime.install(None)
+        store.close()
+    logger.info("stopped")
+    return 0

@@ -206,7 +206,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("store.database", "palace", _optional_str),
     Setting("store.username", None, _optional_str),
     Setting("store.password", None, _optional_str),
-    Setting("jobs.max_concurrency", 4, _int_range(1, 256), "MEMCASTLE_JOBS_MAX_CONCURRENCY"),
+    Setting(
+        "jobs.max_concurrency",
+        4,
+        _int_range(1, 256),
+        "MEMCASTLE_JOBS_MAX_CONCURRENCY",
+        flag="--concurrency",
+    ),
     Setting(
         "jobs.drain_timeout_secs", 10, _int_range(1, 86400), "MEMCASTLE_JOBS_DRAIN_TIMEOUT_SECS"
     ),

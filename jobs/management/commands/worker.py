@@ -1,0 +1,25 @@
+"""`memcastle worker`: run jobs of a remote palace, beside its daemons."""
+
+from __future__ import annotations
+
+import sys
+from argparse import ArgumentParser
+from typing import Any
+
+from jobs.worker import run_standalone
+from palace.management.base import LocalCommand
+
+
+class Command(LocalCommand):
+    help = (
+        "Run a job worker for a remote palace (store.mode = remote) against the Redis broker "
+        "of jobs.broker_url, until SIGTERM or SIGINT. Logs go to stderr."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--concurrency", help="jobs run at once (jobs.max_concurrency)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        config = self.config(options, **{"jobs.max_concurrency": options["concurrency"]})
+        sys.exit(run_standalone(config))
