@@ -61,6 +61,7 @@ class Executor:
         self.repository = JobRepository(store)
         self.events = events
         self.lease_ttl = dt.timedelta(seconds=config.lease_ttl_secs)
+        self.concurrency = config.max_concurrency
         # An embedded palace is locked by this process, so no other worker can hold a job.
         self.exclusive_store = exclusive_store
         self.clock = clock
@@ -241,7 +242,9 @@ class Executor:
             f"job {row['status'] if move != 'interrupt' else 'interrupted'}",
             extra=fields(job_id=run.job_id, job_type=run.kind, elapsed_ms=elapsed_ms),
         )
-        if row["status"] == Status.QUEUED and not self.closing:
+        if row["status"] == Status.QUEUED:
+            # Even while draining: on a shared broker another worker takes it at once (this
+            # one has stopped consuming); in-process, the next start sends it again.
             self.dispatch(run.job_id)
 
     def _abandon(self, run: JobRun) -> None:
@@ -318,8 +321,14 @@ class Executor:
         self._start_heartbeat()
 
     def reap(self) -> None:
-        """On a shared store: take back the jobs whose worker stopped renewing its lease."""
+        """On a shared store: take back the jobs whose worker stopped renewing its lease, and
+        wake the workers for queued jobs that waited a whole lease period (their message may be
+        lost with a broker that restarted). Any message claims the most urgent job, so a few
+        messages are enough however long the queue is."""
         for job_id in self._recover(expired_only=True):
+            self.dispatch(job_id)
+        stale = self.repository.queued_since(self.clock() - self.lease_ttl, self.concurrency)
+        for job_id in stale:
             self.dispatch(job_id)
 
     def _recover(self, *, expired_only: bool) -> list[str]:

@@ -68,6 +68,14 @@ class JobRepository:
             {"status": status},
         )
 
+    def queued_since(self, before: dt.datetime, limit: int) -> list[str]:
+        """The most urgent queued jobs last changed before `before`."""
+        return self.store.one(
+            "SELECT VALUE record::id(id) FROM job WHERE status = 'queued' AND updated_at < $before "
+            "ORDER BY priority DESC, created_at ASC LIMIT $limit",
+            {"before": before, "limit": limit},
+        )
+
     def rows_with_status(self, status: str) -> list[dict[str, Any]]:
         return self.store.one("SELECT * FROM job WHERE status = $status", {"status": status})
 

@@ -105,7 +105,7 @@ def transition(job: Mapping[str, Any], move: str, now: dt.datetime) -> dict[str,
             changes["started_at"] = now
     elif move == "retry":
         # A retry is a new decision by someone: it gets a fresh crash budget.
-        changes.update(error=None, recovery_attempts=0, completed_at=None)
+        changes.update(error=None, error_code=None, recovery_attempts=0, completed_at=None)
     elif move == "recover":
         changes["recovery_attempts"] = int(job.get("recovery_attempts") or 0) + 1
 

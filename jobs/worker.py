@@ -68,6 +68,7 @@ class JobWorker:
         self.concurrency = concurrency
         self._controller = None
         self._thread: threading.Thread | None = None
+        self._stopper: threading.Thread | None = None
         executor.dispatch = self.dispatch
 
     def dispatch(self, job_id: str) -> None:
@@ -97,16 +98,28 @@ class JobWorker:
         )
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop consuming. Called after the executor's drain; a job still stuck in its handler
-        does not hold the process (its row stays running and is recovered at the next start)."""
-        if self._controller is None:
+    def begin_stop(self) -> None:
+        """Stop consuming at once; the pool stops once its running jobs have returned.
+
+        Called as the drain begins, so that the jobs the drain puts back in the queue go to
+        other workers, not to this one.
+        """
+        if self._controller is None or self._stopper is not None:
             return
-        stopper = threading.Thread(
-            target=self._controller.stop, kwargs={"in_sighandler": False}, daemon=True
+        self._stopper = threading.Thread(
+            target=self._controller.stop,
+            kwargs={"in_sighandler": False},
+            name="memcastle-celery-stop",
+            daemon=True,
         )
-        stopper.start()
-        stopper.join(STOP_TIMEOUT_SECS)
+        self._stopper.start()
+
+    def wait_stopped(self) -> None:
+        """Wait a little for the worker to stop; a job stuck in its handler does not hold the
+        process (its row stays running and is recovered at the next start)."""
+        self.begin_stop()
+        if self._stopper is not None:
+            self._stopper.join(STOP_TIMEOUT_SECS)
 
 
 def run_standalone(config: Config) -> int:
@@ -147,9 +160,10 @@ def run_standalone(config: Config) -> int:
         )
         stop.wait()
         logger.info("stopping: draining running jobs")
+        worker.begin_stop()
         daemon.executor.begin_drain()
         daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
-        worker.stop()
+        worker.wait_stopped()
     finally:
         runtime.install(None)
         store.close()

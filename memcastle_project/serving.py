@@ -138,13 +138,18 @@ def serve(config: Config) -> int:
             logger.warning("listening on %s without authentication", daemon.bind_addr)
         worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
         worker.start()
+
+        def stop_jobs() -> None:
+            worker.begin_stop()
+            daemon.executor.begin_drain()
+
         try:
             daemon.executor.start_up()
-            _run(daemon, sock)
+            _run(daemon, sock, stop_jobs)
         finally:
-            daemon.executor.begin_drain()
+            stop_jobs()
             daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
-            worker.stop()
+            worker.wait_stopped()
     finally:
         runtime.install(None)
         store.close()
@@ -198,7 +203,7 @@ class Drain:
             self.reactor.stop()
 
 
-def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
+def _run(daemon: runtime.Runtime, sock: socket.socket, stop_jobs: Callable[[], None]) -> None:
     from twisted.internet import reactor
 
     from memcastle_project.asgi import application
@@ -208,7 +213,7 @@ def _run(daemon: runtime.Runtime, sock: socket.socket) -> None:
     def stop_streams_and_jobs() -> None:
         # Event streams end at once (they are never waited for); jobs checkpoint meanwhile.
         daemon.events.close()
-        daemon.executor.begin_drain()
+        stop_jobs()
 
     drain = Drain(reactor, stop_streams_and_jobs)
 

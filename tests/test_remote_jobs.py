@@ -6,6 +6,7 @@ stopped by their pid at the end.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,9 +112,9 @@ def wait_status(client: httpx.Client, job_id: str, status: str) -> dict[str, Any
     )
 
 
-def test_a_worker_shares_the_queue_and_its_jobs_outlive_it(
-    tmp_path: Path, processes: list[Any]
-) -> None:
+@pytest.fixture
+def cluster(tmp_path: Path, processes: list[Any]) -> Iterator[tuple[Daemon, Worker]]:
+    """A daemon and a worker on one remote palace and one Redis, one job at a time each."""
     with (
         remote_surreal(tmp_path / "surreal") as server,
         redis_server(tmp_path / "redis") as broker,
@@ -126,33 +127,78 @@ def test_a_worker_shares_the_queue_and_its_jobs_outlive_it(
         worker = Worker(tmp_path / "worker", config)
         processes.append(worker)
         worker.start()
-
-        with daemon.client() as client:
-            # One job at a time each: the second job can only run on the other process.
-            first = submit_demo(client, steps=40, step_ms=100)
-            wait_status(client, first, "running")
-            second = submit_demo(client, steps=40, step_ms=100)
-            wait_status(client, second, "running")
-            owners = {job(client, first)["lease_owner"], job(client, second)["lease_owner"]}
-            on_worker = [o for o in owners if o.startswith(f"memcastle-{worker.pid}-")]
-            assert len(owners) == 2 and len(on_worker) == 1, owners
-            orphan = first if job(client, first)["lease_owner"] in on_worker else second
-            other = second if orphan == first else first
-            progress_at_kill = job(client, orphan)["checkpoint"]["next_step"]
-
-            worker.process.kill()  # type: ignore[union-attr]
-            worker.process.wait(timeout=15)  # type: ignore[union-attr]
-            # Free the daemon's only slot; the dead worker's job waits for its lease to expire.
-            assert client.post(f"/api/jobs/{other}/force-cancel").status_code == 200
-
-            done = wait_status(client, orphan, "completed")
-            assert done["recovery_attempts"] == 1
-            assert done["result"]["written"] == 40
-            second_run = done["result"]["runs"][-1]
-            assert second_run["from_step"] >= progress_at_kill
-            assert done["lease_owner"] is None
-
+        yield daemon, worker
         assert daemon.stop() == 0, daemon.log()
+
+
+def one_job_each(client: httpx.Client, worker: Worker) -> tuple[str, str]:
+    """Two long demo jobs, one running on the worker and one on the daemon: (worker's, daemon's).
+
+    Each process runs one job at a time and holds no message beyond it, so the second job can
+    only go to the process that is still idle.
+    """
+    first = submit_demo(client, steps=100, step_ms=50)
+    wait_status(client, first, "running")
+    second = submit_demo(client, steps=100, step_ms=50)
+    wait_status(client, second, "running")
+    on_worker = [
+        job_id
+        for job_id in (first, second)
+        if job(client, job_id)["lease_owner"].startswith(f"memcastle-{worker.pid}-")
+    ]
+    assert len(on_worker) == 1, [job(client, j)["lease_owner"] for j in (first, second)]
+    return on_worker[0], (second if on_worker[0] == first else first)
+
+
+def test_a_dead_workers_job_is_taken_over_when_its_lease_expires(
+    cluster: tuple[Daemon, Worker],
+) -> None:
+    daemon, worker = cluster
+    with daemon.client() as client:
+        orphan, the_daemons = one_job_each(client, worker)
+        wait_for(
+            lambda: job(client, orphan)["progress"]["current"] >= 2,
+            timeout=JOB_TIMEOUT,
+            what="the worker's job to make progress",
+        )
+        progress_at_kill = job(client, orphan)["checkpoint"]["next_step"]
+
+        worker.process.kill()  # type: ignore[union-attr]
+        worker.process.wait(timeout=15)  # type: ignore[union-attr]
+        # Free the daemon's only slot; the dead worker's job waits for its lease to expire.
+        assert client.post(f"/api/jobs/{the_daemons}/force-cancel").status_code == 200
+
+        done = wait_status(client, orphan, "completed")
+        assert done["recovery_attempts"] == 1
+        assert done["result"]["written"] == 100
+        assert done["result"]["runs"][-1]["from_step"] >= progress_at_kill
+        assert done["lease_owner"] is None
+
+
+def test_a_stopping_worker_hands_its_job_back_to_the_queue(
+    cluster: tuple[Daemon, Worker],
+) -> None:
+    daemon, worker = cluster
+    with daemon.client() as client:
+        handed_back, the_daemons = one_job_each(client, worker)
+        wait_for(
+            lambda: job(client, handed_back)["progress"]["current"] >= 2,
+            timeout=JOB_TIMEOUT,
+            what="the worker's job to make progress",
+        )
+        worker.process.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        assert worker.process.wait(timeout=30) == 0, worker.log()  # type: ignore[union-attr]
+        assert "drain" in worker.log()
+        # The drain interrupted it: back in the queue, no crash counted, checkpoint kept.
+        back = job(client, handed_back)
+        assert back["status"] == "queued", back
+        assert back["recovery_attempts"] == 0
+        assert back["checkpoint"]["next_step"] >= 2
+
+        assert client.post(f"/api/jobs/{the_daemons}/force-cancel").status_code == 200
+        done = wait_status(client, handed_back, "completed")
+        assert done["recovery_attempts"] == 0
+        assert [run["from_step"] > 0 for run in done["result"]["runs"]] == [False, True]
 
 
 def test_a_worker_refuses_an_embedded_palace(tmp_path: Path) -> None:
