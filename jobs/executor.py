@@ -30,6 +30,8 @@ from memcastle_project.store import Store
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+# How many times a stopping job re-reads a row that changed under its final write.
+STOP_ATTEMPTS = 5
 
 
 def utc_now() -> dt.datetime:
@@ -136,6 +138,9 @@ class Executor:
                     if row is not None:
                         run = JobRun(row, self.store, self._saver(row["id"]))
                         self._runs[row["id"]] = run
+                        if self.closing:
+                            # The drain began while this claim was in flight.
+                            run.interrupt()
             if row is not None:
                 logger.info("job claimed by worker", extra=self._fields(row, worker_id=True))
                 self.announce(row, "updated")
@@ -191,18 +196,33 @@ class Executor:
                 self._idle.notify_all()
 
     def _stop(self, run: JobRun, started: float) -> None:
-        """The handler stopped between units: cancel and pause requests win over an interrupt."""
-        row = self.repository.get(run.job_id)
-        if row is None or row["status"] != Status.RUNNING or row["lease_owner"] != self.worker_id:
-            self._abandon(run)
-            return
-        if row.get("cancel_requested"):
-            move = "cancel"
-        elif row.get("pause_requested"):
-            move = "pause"
-        else:
-            move = "interrupt"
-        self._finish(run, move, started, seen=row)
+        """The handler stopped between units: cancel and pause requests win over an interrupt.
+
+        The end state is written as a compare-and-set on the row as read, so a request that
+        lands in between is read again and wins, instead of being lost.
+        """
+        for _ in range(STOP_ATTEMPTS):
+            try:
+                row = self.repository.get(run.job_id)
+            except MemCastleError:
+                self._unrecorded(run, "stop")
+                return
+            ours = row is not None and row.get("lease_owner") == self.worker_id
+            if not ours or row["status"] != Status.RUNNING:
+                self._abandon(run)
+                return
+            if row.get("cancel_requested"):
+                move = "cancel"
+            elif row.get("pause_requested"):
+                move = "pause"
+            else:
+                move = "interrupt"
+            if self._finish(run, move, started, seen=row):
+                return
+        logger.warning(
+            "job kept changing while it stopped; it is recovered when its lease expires",
+            extra=fields(job_id=run.job_id),
+        )
 
     def _finish(
         self,
@@ -212,19 +232,23 @@ class Executor:
         *,
         seen: Mapping[str, Any] | None = None,
         **outcome: Any,
-    ) -> None:
+    ) -> bool:
+        """Write the job's end state, fenced on our lease; with `seen`, only if the row is
+        still as read. Returns False when it was not (read it again and retry)."""
         changes = {**transition(seen or run.row, move, self.clock()), **outcome}
         try:
-            row = self.repository.fenced_update(run.job_id, self.worker_id, changes)
+            if seen is None:
+                row = self.repository.fenced_update(run.job_id, self.worker_id, changes)
+            else:
+                row = self.repository.compare_and_set(seen, changes)
         except MemCastleError:
-            logger.warning(
-                "could not record the end of a job; it is recovered at the next start",
-                extra=fields(job_id=run.job_id, outcome=move),
-            )
-            return
+            self._unrecorded(run, move)
+            return True
         if row is None:
+            if seen is not None:
+                return False
             self._abandon(run)
-            return
+            return True
         self.announce(row, "updated")
         elapsed_ms = int((time.monotonic() - started) * 1000)
         if move == "fail":
@@ -237,7 +261,7 @@ class Executor:
                     attempt=row.get("attempt"),
                 ),
             )
-            return
+            return True
         logger.info(
             f"job {row['status'] if move != 'interrupt' else 'interrupted'}",
             extra=fields(job_id=run.job_id, job_type=run.kind, elapsed_ms=elapsed_ms),
@@ -246,6 +270,13 @@ class Executor:
             # Even while draining: on a shared broker another worker takes it at once (this
             # one has stopped consuming); in-process, the next start sends it again.
             self.dispatch(run.job_id)
+        return True
+
+    def _unrecorded(self, run: JobRun, outcome: str) -> None:
+        logger.warning(
+            "could not record the end of a job; it is recovered later",
+            extra=fields(job_id=run.job_id, outcome=outcome),
+        )
 
     def _abandon(self, run: JobRun) -> None:
         logger.info(
