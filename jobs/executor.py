@@ -120,32 +120,46 @@ class Executor:
             self._run(run)
 
     def _claim(self) -> JobRun | None:
-        for candidate in self.repository.claim_candidates():
-            with self._lock:
-                if self.closing:
-                    return None
-                self._claiming.add(candidate["id"])
-            row = None
-            try:
-                now = self.clock()
-                changes = transition(candidate, "claim", now)
-                changes["lease_owner"] = self.worker_id
-                changes["lease_expires_at"] = now + self.lease_ttl
-                row = self.repository.compare_and_set(candidate, changes)
-            finally:
+        """Claim the most urgent queued job, or return None when none is queued.
+
+        Losing every candidate to other workers means reading again, not giving up: the job
+        submitted meanwhile may have had its message taken by one of those workers, and this
+        message is then the only one left to run it.
+        """
+        while candidates := self.repository.claim_candidates():
+            for candidate in candidates:
                 with self._lock:
-                    self._claiming.discard(candidate["id"])
-                    if row is not None:
-                        run = JobRun(row, self.store, self._saver(row["id"]))
-                        self._runs[row["id"]] = run
-                        if self.closing:
-                            # The drain began while this claim was in flight.
-                            run.interrupt()
-            if row is not None:
-                logger.info("job claimed by worker", extra=self._fields(row, worker_id=True))
-                self.announce(row, "updated")
-                return run
+                    if self.closing:
+                        return None
+                run = self._try_claim(candidate)
+                if run is not None:
+                    return run
         return None
+
+    def _try_claim(self, candidate: Mapping[str, Any]) -> JobRun | None:
+        with self._lock:
+            self._claiming.add(candidate["id"])
+        row = None
+        try:
+            now = self.clock()
+            changes = transition(candidate, "claim", now)
+            changes["lease_owner"] = self.worker_id
+            changes["lease_expires_at"] = now + self.lease_ttl
+            row = self.repository.compare_and_set(candidate, changes)
+        finally:
+            with self._lock:
+                self._claiming.discard(candidate["id"])
+                if row is not None:
+                    run = JobRun(row, self.store, self._saver(row["id"]))
+                    self._runs[row["id"]] = run
+                    if self.closing:
+                        # The drain began while this claim was in flight.
+                        run.interrupt()
+        if row is None:
+            return None
+        logger.info("job claimed by worker", extra=self._fields(row, worker_id=True))
+        self.announce(row, "updated")
+        return run
 
     def _saver(self, job_id: str) -> Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]:
         def save(checkpoint: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:

@@ -1492,3 +1492,32 @@ def test_a_bad_concurrency_flag_names_the_flag(env: dict[str, str]) -> None:
     with pytest.raises(ConfigInvalid) as caught:
         load_config(env=env, overrides={"jobs.max_concurrency": "0"})
     assert "from the flag --concurrency" in caught.value.message
+
+
+def test_a_message_whose_candidates_were_all_taken_reads_the_queue_again(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker A reads [X]; Y is submitted; worker B takes X with Y's message. A must then
+    claim Y, or Y waits with no message left to run it."""
+    original = h.repository.claim_candidates
+    a_has_read, a_may_go = threading.Event(), threading.Event()
+
+    def a_pauses_after_reading() -> list[dict[str, Any]]:
+        rows = original()
+        if threading.current_thread().name == "worker-a" and not a_has_read.is_set():
+            a_has_read.set()
+            assert a_may_go.wait(WAIT)
+        return rows
+
+    monkeypatch.setattr(h.repository, "claim_candidates", a_pauses_after_reading)
+    x = h.submit(steps=1, step_ms=0)
+    a = threading.Thread(target=h.executor.execute, args=(x["id"],), name="worker-a")
+    a.start()
+    assert a_has_read.wait(WAIT)
+    y = h.submit(steps=1, step_ms=0)
+    h.executor.execute(y["id"])  # worker B, on this thread: claims X, the oldest
+    assert h.row(x["id"])["status"] == "completed"
+    a_may_go.set()
+    a.join(WAIT)
+    assert not a.is_alive()
+    assert h.row(y["id"])["status"] == "completed"
