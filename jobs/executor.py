@@ -21,6 +21,7 @@ from jobs import kinds
 from jobs.repository import JobRepository
 from jobs.run import JobRun, JobStopped, LeaseLost
 from jobs.states import Status, transition
+from memcastle_project.clock import utc_now
 from memcastle_project.config import JobsConfig
 from memcastle_project.errors import MemCastleError
 from memcastle_project.events import EventBus
@@ -32,10 +33,6 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 # How many times a stopping job re-reads a row that changed under its final write.
 STOP_ATTEMPTS = 5
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def recovery_move(row: Mapping[str, Any]) -> str:

@@ -11,6 +11,8 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from surrealdb import RecordID
+
 from memcastle_project.store import Store
 
 # How many of the most urgent queued jobs a claim tries before giving up for this message.
@@ -57,14 +59,18 @@ class JobRepository:
         )
         return rows, (total[0]["n"] if total else 0)
 
-    def count_by_status(self) -> dict[str, int]:
-        rows = self.store.one("SELECT status, count() AS n FROM job GROUP BY status")
+    def count_by_status(self, statuses: Iterable[str]) -> dict[str, int]:
+        """Read from the `job_tally` rows the database keeps (see schema 0003)."""
+        rows = self.store.one(
+            "SELECT status, n FROM $tallies",
+            {"tallies": [RecordID("job_tally", [status]) for status in statuses]},
+        )
         return {row["status"]: row["n"] for row in rows}
 
     def ids_with_status(self, status: str) -> list[str]:
         return self.store.one(
-            "SELECT VALUE record::id(id) FROM job WHERE status = $status ORDER BY "
-            "priority DESC, created_at ASC",
+            "SELECT VALUE record::id(id) FROM job WHERE status = $status "
+            "ORDER BY claim_rank, created_at",
             {"status": status},
         )
 
@@ -72,7 +78,7 @@ class JobRepository:
         """The most urgent queued jobs last changed before `before`."""
         return self.store.one(
             "SELECT VALUE record::id(id) FROM job WHERE status = 'queued' AND updated_at < $before "
-            "ORDER BY priority DESC, created_at ASC LIMIT $limit",
+            "ORDER BY claim_rank, created_at LIMIT $limit",
             {"before": before, "limit": limit},
         )
 
@@ -81,8 +87,7 @@ class JobRepository:
 
     def claim_candidates(self) -> list[dict[str, Any]]:
         return self.store.one(
-            "SELECT * FROM job WHERE status = 'queued' ORDER BY priority DESC, created_at ASC "
-            "LIMIT $n",
+            "SELECT * FROM job WHERE status = 'queued' ORDER BY claim_rank, created_at LIMIT $n",
             {"n": CLAIM_CANDIDATES},
         )
 

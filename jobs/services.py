@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobs import kinds
-from jobs.executor import MAX_ATTEMPTS, Executor, utc_now
+from jobs.executor import MAX_ATTEMPTS, Executor
 from jobs.repository import JobRepository
 from jobs.states import Status, transition
+from memcastle_project.clock import utc_now
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import Conflict, InputInvalid, NotFound
 from memcastle_project.logs import fields
@@ -63,7 +64,7 @@ class JobOrphaned(Conflict):
 
 def job_view(row: Mapping[str, Any]) -> dict[str, Any]:
     """The job record with every optional field present (null when unset)."""
-    view = dict(row)
+    view = {key: value for key, value in row.items() if key != "claim_rank"}
     for field in OPTIONAL_FIELDS:
         view.setdefault(field, None)
     view["checkpoint"] = row.get("checkpoint") or {}
@@ -163,7 +164,7 @@ class JobService:
 
     def counts(self) -> dict[str, int]:
         """Jobs per status, for the status report."""
-        found = self.repository.count_by_status()
+        found = self.repository.count_by_status(status.value for status in Status)
         return {status.value: found.get(status.value, 0) for status in Status}
 
     def _get(self, job_id: str) -> dict[str, Any]:

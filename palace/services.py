@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memcastle_project.clock import utc_now
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import Conflict, InputInvalid, NotFound
 from memcastle_project.events import EventBus
@@ -52,10 +53,6 @@ class DrawerNotFound(NotFound):
 class DrawerNameTaken(Conflict):
     code = "memcastle::palace::drawer_name_taken"
     help = "choose another name, or supersede the existing drawer to correct it"
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 def _refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

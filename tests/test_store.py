@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
+from memcastle_project import clock
 from memcastle_project.errors import StoreFailed
 from memcastle_project.store import Store, UniqueViolation, bundled_migrations
 
@@ -74,3 +76,25 @@ def test_a_closed_palace_opens_again_with_its_data(tmp_path: Path) -> None:
         assert again.migration_state().pending == 0
     finally:
         again.close()
+
+
+def test_the_engine_still_misorders_whole_seconds_in_index_scans(store: Store) -> None:
+    """Why `memcastle_project.clock` never records a whole second (surrealdb/surrealdb#7493).
+
+    When this fails, the engine collates datetimes correctly and the clock's nudge can go.
+    """
+    store.query("DEFINE TABLE probe SCHEMALESS; DEFINE INDEX probe_at ON probe FIELDS k, at")
+    base = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    for name, at in (("whole", base), ("later", base + dt.timedelta(microseconds=1))):
+        store.query(
+            "CREATE type::record('probe', $name) CONTENT {k: 1, at: $at}", {"name": name, "at": at}
+        )
+    in_index_order = store.one("SELECT VALUE record::id(id) FROM probe WHERE k = 1 ORDER BY at")
+    assert in_index_order == ["later", "whole"]
+
+
+def test_the_clock_never_records_a_whole_second() -> None:
+    whole = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    assert clock.off_whole_second(whole) == whole + dt.timedelta(microseconds=1)
+    later = whole + dt.timedelta(microseconds=7)
+    assert clock.off_whole_second(later) == later
