@@ -31,6 +31,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/hierarchy.py
+	$(BIN)/python bench/jobs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -11,8 +11,6 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from surrealdb import RecordID
-
 from memcastle_project.store import Store
 
 # How many of the most urgent queued jobs a claim tries before giving up for this message.
@@ -23,13 +21,14 @@ def _without_id(record: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in record.items() if key != "id"}
 
 
-def _filters(status: str | None, kind: str | None) -> tuple[str, dict[str, Any]]:
+def _filters(status: str | None, kind: str | None, kind_field: str) -> tuple[str, dict[str, Any]]:
+    """A WHERE clause for `job` (`kind_field` "kind.type") or `job_tally` ("kind")."""
     clauses, variables = [], {}
     if status is not None:
         clauses.append("status = $status")
         variables["status"] = status
     if kind is not None:
-        clauses.append("kind.type = $kind")
+        clauses.append(f"{kind_field} = $kind")
         variables["kind"] = kind
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), variables
 
@@ -51,21 +50,21 @@ class JobRepository:
         self, *, status: str | None, kind: str | None, limit: int, offset: int
     ) -> tuple[list[dict[str, Any]], int]:
         """A page of jobs, newest first, and how many match in all."""
-        where, variables = _filters(status, kind)
-        rows, total = self.store.query(
+        where, variables = _filters(status, kind, "kind.type")
+        tally_where, _ = _filters(status, kind, "kind")
+        rows, tallies = self.store.query(
             f"SELECT * FROM job{where} ORDER BY created_at DESC LIMIT $limit START $offset;"
-            f"SELECT count() AS n FROM job{where} GROUP ALL;",
+            f"SELECT n FROM job_tally{tally_where};",
             {**variables, "limit": limit, "offset": offset},
         )
-        return rows, (total[0]["n"] if total else 0)
+        return rows, sum(tally["n"] for tally in tallies)
 
-    def count_by_status(self, statuses: Iterable[str]) -> dict[str, int]:
-        """Read from the `job_tally` rows the database keeps (see schema 0003)."""
-        rows = self.store.one(
-            "SELECT status, n FROM $tallies",
-            {"tallies": [RecordID("job_tally", [status]) for status in statuses]},
-        )
-        return {row["status"]: row["n"] for row in rows}
+    def count_by_status(self) -> dict[str, int]:
+        """From the `job_tally` rows the database keeps (see schema 0003)."""
+        counts: dict[str, int] = {}
+        for tally in self.store.one("SELECT status, n FROM job_tally"):
+            counts[tally["status"]] = counts.get(tally["status"], 0) + tally["n"]
+        return counts
 
     def ids_with_status(self, status: str) -> list[str]:
         return self.store.one(

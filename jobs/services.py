@@ -164,7 +164,7 @@ class JobService:
 
     def counts(self) -> dict[str, int]:
         """Jobs per status, for the status report."""
-        found = self.repository.count_by_status(status.value for status in Status)
+        found = self.repository.count_by_status()
         return {status.value: found.get(status.value, 0) for status in Status}
 
     def _get(self, job_id: str) -> dict[str, Any]:

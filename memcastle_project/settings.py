@@ -58,6 +58,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": __version__,
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memcastle_project.streams.document_event_stream",
+    ],
 }
 
 # Logging is configured by `memcastle_project.logs` when the daemon starts.

@@ -63,3 +63,42 @@ async def events(request: HttpRequest) -> HttpResponseBase:
     # nginx would otherwise buffer the stream.
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+def document_event_stream(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular hook: the stream is a plain Django view, which the generator does not
+    see, so its operation is added to the OpenAPI document here."""
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    meanings = {
+        "400": "an unknown X-MemCastle-Mode value",
+        "401": "missing or wrong bearer token (authentication enabled)",
+        "403": "the memory mode is disabled",
+        "500": "server failure; the detail is in the daemon log",
+    }
+    result["paths"]["/api/events"] = {
+        "get": {
+            "operationId": "events_stream",
+            "summary": "Server-sent events: what changed (jobs, wings, rooms, drawers), by id",
+            "tags": ["events"],
+            "parameters": [
+                {
+                    "in": "header",
+                    "name": MODE_HEADER,
+                    "schema": {"type": "string", "enum": ["full", "read_only", "disabled"]},
+                    "description": "memory mode of this request; full when absent",
+                }
+            ],
+            "responses": {
+                "200": {
+                    "description": "an `open` frame, then one frame per change, a "
+                    "comment line when quiet; ends when the daemon stops",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                },
+                **{
+                    status: {"description": meaning, "content": error}
+                    for status, meaning in meanings.items()
+                },
+            },
+        }
+    }
+    return result
