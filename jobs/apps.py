@@ -8,3 +8,4 @@ class JobsConfig(AppConfig):
         # Job kinds register themselves on import; every kind is imported here, once, so the
         # REST views, the worker and the CLI all know the same kinds.
         from jobs import demo  # noqa: F401
+        from palace import checkpoint, maintenance  # noqa: F401

@@ -95,7 +95,7 @@ DEMO = kinds.register(
         priority=Priority.NORMAL,
         parse=parse,
         run=run,
-        writes_memory=False,
+        gate=lambda params: None,
         summary="steps that take a while, to try job control on",
     )
 )

@@ -26,9 +26,14 @@ class JobKind:
     priority: Priority
     parse: Callable[[Mapping[str, Any]], dict[str, Any]]
     run: Callable[[JobRun], dict[str, Any]]
-    # Whether submitting one is a write under the memory mode (a demo is never gated).
-    writes_memory: bool
+    # The memory-mode operation submitting one is, given its parameters: a write is refused
+    # outside full mode; None is never gated (a demo, an audit, a dry-run repair).
+    gate: Callable[[Mapping[str, Any]], str | None]
     summary: str
+    # A priority that depends on the parameters (an emergency checkpoint), else `priority`.
+    priority_for: Callable[[Mapping[str, Any]], Priority] | None = None
+    # Whether a queued, running or paused job of this kind holds off wing and room deletes.
+    writes_palace: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 _KINDS: dict[str, JobKind] = {}

@@ -99,16 +99,18 @@ class JobService:
         kind = kinds.get(body.get("type")) if isinstance(body.get("type"), str) else None
         if kind is None:
             raise InputInvalid("type", f"must name a job kind (known: {', '.join(kinds.names())})")
-        if kind.writes_memory:
-            ctx.require_write(kind.name)
         params = kind.parse({k: v for k, v in body.items() if k not in ("type", "requested_by")})
+        operation = kind.gate(params)
+        if operation is not None:
+            ctx.require_write(operation)
+        priority = kind.priority_for(params) if kind.priority_for else kind.priority
         now = self.clock()
         row = self.repository.create(
             {
                 "id": str(uuid.uuid4()),
                 "kind": {"type": kind.name, **params},
                 "status": Status.QUEUED.value,
-                "priority": int(kind.priority),
+                "priority": int(priority),
                 "created_at": now,
                 "updated_at": now,
                 "requested_by": ctx.requested_by,

@@ -174,6 +174,20 @@ def _seconds(raw: object) -> float:
     raise ValueError("a number of seconds from 0.01 to 3600")
 
 
+def _fraction(low: float, high: float) -> Callable[[object], float]:
+    def parse(raw: object) -> float:
+        if not isinstance(raw, bool) and isinstance(raw, (int, float, str)):
+            try:
+                number = float(raw)
+            except ValueError:
+                number = low - 1
+            if low <= number <= high:
+                return number
+        raise ValueError(f"a number from {low} to {high}")
+
+    return parse
+
+
 def _broker_url(raw: object) -> str:
     if not isinstance(raw, str) or not re.match(r"^rediss?://\S+", raw):
         raise ValueError("a redis:// or rediss:// URL")
@@ -218,6 +232,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("jobs.lease_ttl_secs", 30, _int_range(3, 86400), "MEMCASTLE_JOBS_LEASE_TTL_SECS"),
     Setting("jobs.broker_url", None, _broker_url, "MEMCASTLE_JOBS_BROKER_URL"),
+    Setting("dedup.enabled", True, _bool, "MEMCASTLE_DEDUP_ENABLED"),
+    Setting("dedup.near_threshold", 0.9, _fraction(0.5, 1.0), "MEMCASTLE_DEDUP_NEAR_THRESHOLD"),
     Setting("events.keepalive_secs", 15.0, _seconds, "MEMCASTLE_EVENTS_KEEPALIVE_SECS"),
 )
 
@@ -253,6 +269,12 @@ class JobsConfig:
 
 
 @dataclass(frozen=True)
+class DedupConfig:
+    enabled: bool = True
+    near_threshold: float = 0.9
+
+
+@dataclass(frozen=True)
 class Config:
     palace_path: Path
     bind: str
@@ -266,6 +288,7 @@ class Config:
     config_file: Path | None
     jobs: JobsConfig
     events_keepalive_secs: float
+    dedup: DedupConfig
 
     def __repr__(self) -> str:
         return (
@@ -364,6 +387,10 @@ def load_config(
             broker_url=values["jobs.broker_url"],  # type: ignore[arg-type]
         ),
         events_keepalive_secs=values["events.keepalive_secs"],  # type: ignore[arg-type]
+        dedup=DedupConfig(
+            enabled=values["dedup.enabled"],  # type: ignore[arg-type]
+            near_threshold=values["dedup.near_threshold"],  # type: ignore[arg-type]
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from memcastle_project.config import Config
 from memcastle_project.errors import ServerFailed
 from memcastle_project.events import EventBus
 from memcastle_project.store import Store
+from palace.journal import JournalService
 from palace.repository import PalaceRepository
 from palace.services import PalaceService
 
@@ -28,6 +29,7 @@ class Runtime:
     store: Store
     tokens: TokenService
     palace: PalaceService
+    journal: JournalService
     events: EventBus
     executor: Executor
     jobs: JobService
@@ -40,11 +42,13 @@ class Runtime:
     def build(cls, config: Config, store: Store) -> Runtime:
         events = EventBus()
         executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
+        palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
         return cls(
             config=config,
             store=store,
             tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
-            palace=PalaceService(PalaceRepository(store), events),
+            palace=palace,
+            journal=JournalService(palace),
             events=events,
             executor=executor,
             jobs=JobService(executor),

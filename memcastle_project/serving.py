@@ -133,6 +133,11 @@ def serve(config: Config) -> int:
         logger.info("schema at migration %d of %d", state.applied, state.available)
         daemon = runtime.Runtime.build(config, store)
         daemon.bind_addr = address_of(sock)
+        # Job handlers reach the services through it, and jobs may start before serving does.
+        runtime.install(daemon)
+        paired = daemon.palace.pair_unlinked_supersessions()
+        if paired:
+            logger.info("linked %d drawers superseded before lineage links existed", paired)
         _check_auth(daemon)
         if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
             logger.warning("listening on %s without authentication", daemon.bind_addr)
@@ -232,7 +237,6 @@ def _run(daemon: runtime.Runtime, sock: socket.socket, stop_jobs: Callable[[], N
 
     # The shutdown request is itself in flight, so the drain answers it before stopping.
     daemon.request_shutdown = lambda: reactor.callFromThread(drain.begin)
-    runtime.install(daemon)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     server = Server(

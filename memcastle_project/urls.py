@@ -24,6 +24,12 @@ urlpatterns = [
         palace.DrawerView.as_view(),
     ),
     path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view()),
+    path("api/drawers/<str:drawer_id>/supersede", palace.DrawerSupersedeView.as_view()),
+    path("api/drawers/<str:drawer_id>/history", palace.DrawerHistoryView.as_view()),
+    path("api/drawers/<str:drawer_id>/duplicates", palace.DrawerDuplicatesView.as_view()),
+    path("api/notes", palace.NotesView.as_view()),
+    path("api/diary", palace.DiaryView.as_view()),
+    path("api/wake-up", palace.WakeUpView.as_view()),
     path("api/jobs", jobs.JobsView.as_view()),
     path("api/jobs/<str:job_id>", jobs.JobView.as_view()),
     re_path(

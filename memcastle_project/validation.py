@@ -38,8 +38,8 @@ def _integer(raw: object, field: str) -> int:
     raise InputInvalid(field, f"must be a whole number (got {raw!r})")
 
 
-def parse_limit(raw: object, *, default: int, field: str = "limit") -> int:
-    """0 or absent means the default; anything above 200 is capped at 200."""
+def parse_limit(raw: object, *, default: int, field: str = "limit", cap: int = MAX_LIMIT) -> int:
+    """0 or absent means the default; anything above `cap` (200) is capped."""
     if raw is None or raw == "":
         return default
     value = _integer(raw, field)
@@ -47,7 +47,7 @@ def parse_limit(raw: object, *, default: int, field: str = "limit") -> int:
         raise InputInvalid(field, "must not be negative")
     if value == 0:
         return default
-    return min(value, MAX_LIMIT)
+    return min(value, cap)
 
 
 def parse_offset(raw: object, *, field: str = "offset") -> int:

@@ -7,11 +7,13 @@ maintains from `room` and `drawer` (see schema 0001), never by paging rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime as dt
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from surrealdb import RecordID
 
+from memcastle_project.errors import StoreFailed
 from memcastle_project.store import Store
 
 WING_FIELDS = "id, name, description, created_at"
@@ -20,6 +22,14 @@ DRAWER_LISTING_FIELDS = (
     "id, wing, room, name, tags, source, valid_from, valid_to, supersedes, superseded_by, "
     "created_at, string::slice(content, 0, 130) AS head, string::len(content) AS length"
 )
+
+
+# A drawer valid now: not closed, or closed in the future.
+CURRENT = "(valid_to = NONE OR valid_to > time::now())"
+
+
+def _without_id(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in record.items() if key != "id"}
 
 
 class PalaceRepository:
@@ -71,6 +81,7 @@ class PalaceRepository:
         return self.store.transaction(
             "LET $rooms = count((SELECT VALUE id FROM room WHERE wing = $wing));"
             "LET $drawers = count((SELECT VALUE id FROM drawer WHERE wing = $wing));"
+            "DELETE similar_to WHERE in.wing = $wing OR out.wing = $wing;"
             "DELETE drawer WHERE wing = $wing;"
             "DELETE room WHERE wing = $wing;"
             "DELETE type::record('wing', $wing);"
@@ -120,6 +131,7 @@ class PalaceRepository:
     def delete_room(self, room_id: str) -> dict[str, int]:
         return self.store.transaction(
             "LET $drawers = count((SELECT VALUE id FROM drawer WHERE room = $room));"
+            "DELETE similar_to WHERE in.room = $room OR out.room = $room;"
             "DELETE drawer WHERE room = $room;"
             "DELETE type::record('room', $room);"
             "RETURN {wings: 0, rooms: 1, drawers: $drawers};",
@@ -148,14 +160,157 @@ class PalaceRepository:
         )[-1]
         return rows[0] if rows else None
 
-    def current_drawer_with_hash(self, room_id: str, digest: str) -> dict[str, Any] | None:
-        """A drawer of this room with exactly this content that is valid now."""
+    def current_drawer_with_hash(
+        self, room_id: str, digest: str, agent: str | None = None
+    ) -> dict[str, Any] | None:
+        """A drawer of this room (of this agent, for a diary) with exactly this content that is
+        valid now."""
         rows = self.store.one(
             "SELECT * FROM drawer WHERE room = $room AND content_hash = $hash "
-            "AND (valid_to = NONE OR valid_to > time::now()) ORDER BY created_at LIMIT 1",
-            {"room": room_id, "hash": digest},
+            f"AND {CURRENT}{' AND source.agent = $agent' if agent is not None else ''} "
+            "ORDER BY created_at LIMIT 1",
+            {"room": room_id, "hash": digest, "agent": agent},
         )
         return rows[0] if rows else None
+
+    def copy_candidates(
+        self, drawer: Mapping[str, Any], words: list[str], limit: int, agent: str | None
+    ) -> list[dict[str, Any]]:
+        """Drawers valid now in the drawer's room (of `agent`, for a diary) that may be copies of
+        it: same bytes, same fingerprint, or the best full-text matches of `words`."""
+        mine = " AND source.agent = $agent" if agent is not None else ""
+        # Not `$self`: SurrealQL gives that name its own meaning, and the comparison then
+        # matched the drawer itself.
+        scope = f"room = $room AND {CURRENT} AND record::id(id) != $own_key{mine}"
+        statements = [
+            f"SELECT * FROM drawer WHERE {scope} AND content_hash = $hash;",
+            f"SELECT * FROM drawer WHERE {scope} AND fingerprint = $fingerprint;",
+        ]
+        variables: dict[str, Any] = {
+            "room": drawer["room"],
+            "own_key": drawer["id"],
+            "hash": drawer["content_hash"],
+            "fingerprint": drawer["fingerprint"],
+            "agent": agent,
+            "limit": limit,
+        }
+        if words:
+            matches = " OR ".join(f"content @{n}@ $w{n}" for n in range(1, len(words) + 1))
+            score = " + ".join(f"(search::score({n}) ?? 0)" for n in range(1, len(words) + 1))
+            statements.append(
+                f"SELECT *, {score} AS relevance FROM drawer WHERE {scope} AND ({matches}) "
+                "ORDER BY relevance DESC LIMIT $limit;"
+            )
+            variables.update({f"w{n}": word for n, word in enumerate(words, 1)})
+        found: dict[str, dict[str, Any]] = {}
+        for rows in self.store.query("".join(statements), variables):
+            for row in rows:
+                row.pop("relevance", None)
+                found.setdefault(row["id"], row)
+        return list(found.values())
+
+    def link_similar(self, newer: str, older: str, edge: Mapping[str, Any]) -> None:
+        """`newer -similar_to-> older`; a pair already linked is left as it is."""
+        self.store.query(
+            "IF !(SELECT VALUE id FROM similar_to WHERE in = $newer AND out = $older) "
+            "{ RELATE $newer->similar_to->$older CONTENT $edge };",
+            {
+                "newer": RecordID("drawer", newer),
+                "older": RecordID("drawer", older),
+                "edge": dict(edge),
+            },
+        )
+
+    def similar_edges(self, drawer_id: str) -> list[dict[str, Any]]:
+        return self.store.one(
+            "SELECT * FROM similar_to WHERE in = $d OR out = $d ORDER BY created_at",
+            {"d": RecordID("drawer", drawer_id)},
+        )
+
+    def drawers_by_ids(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        rows = self.store.one(
+            "SELECT * FROM $ids", {"ids": [RecordID("drawer", drawer_id) for drawer_id in ids]}
+        )
+        return {row["id"]: row for row in rows}
+
+    def supersede(
+        self, old_id: str, replacement: Mapping[str, Any] | None, now: dt.datetime
+    ) -> dict[str, Any] | None:
+        """Close `old_id` at `now` and file `replacement` from `now`, linked both ways, in one
+        transaction; without a replacement the drawer is only invalidated. Returns the closed
+        drawer, or None when it was already closed."""
+        variables: dict[str, Any] = {"old": old_id, "now": now}
+        if replacement is None:
+            return self.store.one(
+                "UPDATE ONLY type::record('drawer', $old) SET valid_to = $now, updated_at = $now "
+                "WHERE valid_to = NONE RETURN AFTER",
+                variables,
+            )
+        variables.update(new=replacement["id"], record=_without_id(replacement))
+        try:
+            return self.store.transaction(
+                "LET $closed = (UPDATE ONLY type::record('drawer', $old) SET valid_to = $now, "
+                "updated_at = $now, superseded_by = $new, name = NONE "
+                "WHERE valid_to = NONE RETURN AFTER);"
+                "IF $closed = NONE { THROW 'the drawer was already superseded' };"
+                "CREATE ONLY type::record('drawer', $new) CONTENT $record;"
+                "SELECT * FROM ONLY type::record('drawer', $old);",
+                variables,
+            )
+        except StoreFailed:
+            closed = self.drawer_by_id(old_id)
+            if closed is not None and closed.get("valid_to") is not None:
+                return None
+            raise
+
+    def diary_entries(self, agent: str, wing_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """An agent's current diary drawers (in `<wing>/diary`, or every wing's), newest
+        first."""
+        wing = " AND wing = $wing" if wing_id is not None else ""
+        return self.store.query(
+            f"LET $rooms = (SELECT VALUE record::id(id) FROM room WHERE name = 'diary'{wing});"
+            "SELECT * FROM drawer WHERE source.agent = $agent AND room IN $rooms "
+            f"AND {CURRENT} ORDER BY created_at DESC LIMIT $limit;",
+            {"agent": agent, "wing": wing_id, "limit": limit},
+        )[-1]
+
+    def checkpoint_highlights(self, wing_id: str | None, limit: int) -> list[dict[str, Any]]:
+        """Current drawers written by checkpoint jobs (in one wing, or all), newest first."""
+        wing = " AND wing = $wing" if wing_id is not None else ""
+        return self.store.query(
+            "LET $jobs = (SELECT VALUE record::id(id) FROM job WHERE kind.type = 'checkpoint');"
+            f"SELECT * FROM drawer WHERE provenance.job_id IN $jobs{wing} AND {CURRENT} "
+            "ORDER BY created_at DESC LIMIT $limit;",
+            {"wing": wing_id, "limit": limit},
+        )[-1]
+
+    def pending_job_kinds(self) -> list[dict[str, Any]]:
+        """The `kind` (type and parameters) of every queued, running or paused job."""
+        return self.store.one(
+            "SELECT VALUE kind FROM job WHERE status IN ['queued', 'running', 'paused']"
+        )
+
+    def unpaired_closed_drawers(self) -> list[dict[str, Any]]:
+        """Drawers closed without a successor link: invalidated ones, and those superseded
+        before the links existed."""
+        return self.store.one(
+            "SELECT id, room, valid_to FROM drawer WHERE valid_to != NONE AND superseded_by = NONE"
+        )
+
+    def successors(self, drawer: Mapping[str, Any]) -> list[str]:
+        """Unlinked drawers of the same room valid from the instant `drawer` closed."""
+        return self.store.one(
+            "SELECT VALUE record::id(id) FROM drawer WHERE room = $room AND valid_from = $at "
+            "AND supersedes = NONE AND record::id(id) != $own_key",
+            {"room": drawer["room"], "at": drawer["valid_to"], "own_key": drawer["id"]},
+        )
+
+    def pair(self, old_id: str, new_id: str) -> None:
+        self.store.transaction(
+            "UPDATE type::record('drawer', $old) SET superseded_by = $new;"
+            "UPDATE type::record('drawer', $new) SET supersedes = $old;",
+            {"old": old_id, "new": new_id},
+        )
 
     def list_drawers(self, room_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
         return self.store.one(
@@ -172,7 +327,10 @@ class PalaceRepository:
         )
 
     def delete_drawer(self, drawer_id: str) -> None:
-        self.store.query("DELETE type::record('drawer', $id)", {"id": drawer_id})
+        self.store.transaction(
+            "DELETE similar_to WHERE in = $d OR out = $d; DELETE $d;",
+            {"d": RecordID("drawer", drawer_id)},
+        )
 
     def drawer_total(self) -> int:
         wing_ids = self.store.one("SELECT VALUE meta::id(id) FROM wing")

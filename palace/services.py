@@ -9,9 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from jobs import kinds
 from memcastle_project.clock import utc_now
+from memcastle_project.config import DedupConfig
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import Conflict, InputInvalid, NotFound
 from memcastle_project.events import EventBus
@@ -26,11 +29,14 @@ from memcastle_project.validation import (
     parse_uuid,
     string_list,
 )
-from palace import drawers
+from palace import dedup, drawers
 from palace.names import check_drawer_name, check_room_name, check_wing_name
 from palace.repository import PalaceRepository
 
 DRAWER_LIST_LIMIT = 50
+SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
+# The most versions a history walks in each direction.
+HISTORY_LIMIT = 1000
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
 HIERARCHY_FIELDS = ("name", "description", "requested_by")
 
@@ -50,12 +56,27 @@ class DrawerNotFound(NotFound):
     help = "drawer ids come with every listing and search hit"
 
 
+class PalaceBusy(Conflict):
+    code = "memcastle::palace::busy"
+    help = (
+        "wait for the jobs that write to the palace (GET /api/jobs?status=running, queued, "
+        "paused) to end, or cancel them, then delete again"
+    )
+
+
+class DrawerSuperseded(Conflict):
+    code = "memcastle::palace::drawer_superseded"
+    help = (
+        "read the drawer's history (GET /api/drawers/{id}/history) and correct its newest version"
+    )
+
+
 class DrawerNameTaken(Conflict):
     code = "memcastle::palace::drawer_name_taken"
     help = "choose another name, or supersede the existing drawer to correct it"
 
 
-def _refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+def refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     unknown = sorted(set(data) - set(allowed))
     if unknown:
         raise InputInvalid(unknown[0], f"is not a known field (known: {', '.join(allowed)})")
@@ -100,14 +121,32 @@ def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
+@dataclass(frozen=True)
+class Filing:
+    """A drawer to file. `drawer_id` is a job's derived id; `agent` narrows duplicates to one
+    agent's diary; `keep_copy` stores an exact copy anyway (a fact needs its own evidence)."""
+
+    content: str
+    name: str | None = None
+    tags: list[str] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=lambda: {"kind": "manual"})
+    valid_from: dt.datetime | None = None
+    drawer_id: str | None = None
+    job_id: str | None = None
+    agent: str | None = None
+    keep_copy: bool = False
+
+
 class PalaceService:
     def __init__(
         self,
         repository: PalaceRepository,
         events: EventBus | None = None,
         clock: Callable[[], dt.datetime] = utc_now,
+        dedup_config: DedupConfig | None = None,
     ) -> None:
         self.repository = repository
+        self.dedup = dedup_config or DedupConfig()
         # Every write is announced once saved; a service without subscribers announces to none.
         self.events = events or EventBus()
         self.clock = clock
@@ -115,7 +154,7 @@ class PalaceService:
     # Resolution: a wing or room is a name first, then a UUID; a drawer is a name or a UUID
     # within its room.
 
-    def _find_wing(self, ref: str) -> dict[str, Any]:
+    def find_wing(self, ref: str) -> dict[str, Any]:
         wing = self.repository.wing_by_name(ref)
         if wing is None and is_uuid(ref):
             wing = self.repository.wing_by_id(str(uuid.UUID(ref)))
@@ -146,7 +185,7 @@ class PalaceService:
     def _ensure_wing(self, ref: str, description: str | None = None) -> tuple[dict, bool]:
         """The wing named `ref`, created when missing (name rules apply only to new wings)."""
         try:
-            return self._find_wing(ref), False
+            return self.find_wing(ref), False
         except WingNotFound:
             pass
         record = {
@@ -159,7 +198,7 @@ class PalaceService:
         try:
             wing = self.repository.create_wing(record)
         except UniqueViolation:
-            return self._find_wing(ref), False
+            return self.find_wing(ref), False
         self.events.publish("wing", "created", id=wing["id"])
         return wing, True
 
@@ -195,13 +234,13 @@ class PalaceService:
 
     def show_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, Any]:
         ctx.require_read("show_wing")
-        wing = self._find_wing(wing_ref)
+        wing = self.find_wing(wing_ref)
         return wing_view(wing, self.repository.wing_counts([wing["id"]])[wing["id"]])
 
     def create_wing(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         ctx.require_write("create_wing")
         body = body_object(data)
-        _refuse_unknown(body, HIERARCHY_FIELDS)
+        refuse_unknown(body, HIERARCHY_FIELDS)
         name = _required_name(body)
         description = optional_text(body, "description")
         wing, created = self._ensure_wing(name, description)
@@ -214,7 +253,8 @@ class PalaceService:
 
     def delete_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, int]:
         ctx.require_write("delete_wing")
-        wing = self._find_wing(wing_ref)
+        wing = self.find_wing(wing_ref)
+        self._refuse_while_writing(f"wing {wing['name']!r}")
         deleted = self.repository.delete_wing(wing["id"])
         self.events.publish("wing", "deleted", id=wing["id"])
         return deleted
@@ -223,7 +263,7 @@ class PalaceService:
 
     def list_rooms(self, ctx: RequestContext, wing_ref: str) -> dict[str, Any]:
         ctx.require_read("list_rooms")
-        wing = self._find_wing(wing_ref)
+        wing = self.find_wing(wing_ref)
         rooms = self.repository.list_rooms(wing["id"])
         counts = self.repository.room_drawer_counts(wing["id"], (room["id"] for room in rooms))
         return {
@@ -233,7 +273,7 @@ class PalaceService:
 
     def show_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, Any]:
         ctx.require_read("show_room")
-        wing = self._find_wing(wing_ref)
+        wing = self.find_wing(wing_ref)
         room = self._find_room(wing, room_ref)
         count = self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
         return room_view(room, count)
@@ -241,7 +281,7 @@ class PalaceService:
     def create_room(self, ctx: RequestContext, wing_ref: str, data: object) -> dict[str, Any]:
         ctx.require_write("create_room")
         body = body_object(data)
-        _refuse_unknown(body, HIERARCHY_FIELDS)
+        refuse_unknown(body, HIERARCHY_FIELDS)
         name = _required_name(body)
         description = optional_text(body, "description")
         wing, _ = self._ensure_wing(wing_ref)
@@ -255,7 +295,8 @@ class PalaceService:
 
     def delete_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, int]:
         ctx.require_write("delete_room")
-        room = self._find_room(self._find_wing(wing_ref), room_ref)
+        room = self._find_room(self.find_wing(wing_ref), room_ref)
+        self._refuse_while_writing(f"room {room['name']!r}")
         deleted = self.repository.delete_room(room["id"])
         self.events.publish("room", "deleted", id=room["id"], wing=room["wing"])
         return deleted
@@ -274,7 +315,7 @@ class PalaceService:
         ctx.require_read("list_drawers")
         page_size = parse_limit(limit, default=DRAWER_LIST_LIMIT)
         start = parse_offset(offset)
-        wing = self._find_wing(wing_ref)
+        wing = self.find_wing(wing_ref)
         room = self._find_room(wing, room_ref)
         rows = self.repository.list_drawers(room["id"], limit=page_size, offset=start)
         total = self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
@@ -296,7 +337,7 @@ class PalaceService:
         # which part is missing.
         drawer = self.repository.drawer_at(wing_ref, room_ref, drawer_ref)
         if drawer is None:
-            room = self._find_room(self._find_wing(wing_ref), room_ref)
+            room = self._find_room(self.find_wing(wing_ref), room_ref)
             drawer = self._find_drawer(room, drawer_ref)
         return drawer_view(drawer)
 
@@ -317,50 +358,65 @@ class PalaceService:
         """
         ctx.require_write("create_drawer")
         body = body_object(data)
-        _refuse_unknown(body, DRAWER_FIELDS)
-        content = drawers.check_content(body.get("content"))
-        name = check_drawer_name(body["name"]) if body.get("name") is not None else None
-        tags = string_list(body, "tags") or []
-        source = drawers.parse_source(body.get("source"))
-        valid_from = (
-            parse_instant(body["valid_from"], "valid_from")
-            if body.get("valid_from") is not None
-            else None
+        refuse_unknown(body, DRAWER_FIELDS)
+        filing = Filing(
+            content=drawers.check_content(body.get("content")),
+            name=check_drawer_name(body["name"]) if body.get("name") is not None else None,
+            tags=string_list(body, "tags") or [],
+            source=drawers.parse_source(body.get("source")),
+            valid_from=(
+                parse_instant(body["valid_from"], "valid_from")
+                if body.get("valid_from") is not None
+                else None
+            ),
         )
+        drawer, created = self.file(ctx, wing_ref, room_ref, filing)
+        return {**drawer_view(drawer), "created": created}
+
+    def file(
+        self, ctx: RequestContext, wing_ref: str, room_ref: str, filing: Filing
+    ) -> tuple[dict[str, Any], bool]:
+        """Store a drawer, creating its wing and room when missing; `(drawer, created)`.
+
+        The one way every writer files a drawer (REST, notes, diary, checkpoint jobs). The
+        caller has checked the memory mode. An exact copy of an unnamed drawer already valid in
+        the room (of the same agent, for a diary) is not stored again: that drawer is returned
+        with `created` false. Other likely copies are stored and linked with `similar_to`.
+        """
         wing, _ = self._ensure_wing(wing_ref)
         room, _ = self._ensure_room(wing, room_ref)
-        digest = drawers.content_hash(content)
-
-        existing = self._existing_copy(room, name, digest)
+        digest = drawers.content_hash(filing.content)
+        existing = self._existing_copy(room, filing, digest)
         if existing is not None:
-            return {**drawer_view(existing), "created": False}
+            return existing, False
         now = self.clock()
         record: dict[str, Any] = {
-            "id": str(uuid.uuid4()),
+            "id": filing.drawer_id or str(uuid.uuid4()),
             "wing": wing["id"],
             "room": room["id"],
-            "content": content,
+            "content": filing.content,
             "content_hash": digest,
-            "fingerprint": drawers.fingerprint(content),
-            "source": source,
-            "tags": tags,
-            "provenance": {"requested_by": ctx.requested_by, "job_id": None},
-            "valid_from": valid_from or now,
+            "fingerprint": drawers.fingerprint(filing.content),
+            "source": filing.source,
+            "tags": filing.tags,
+            "provenance": {"requested_by": ctx.requested_by, "job_id": filing.job_id},
+            "valid_from": filing.valid_from or now,
             "created_at": now,
             "updated_at": now,
         }
-        if name is not None:
-            record["name"] = name
+        if filing.name is not None:
+            record["name"] = filing.name
         try:
             created = self.repository.create_drawer(record)
         except UniqueViolation:
             # Another request took the name between our check and our write.
-            existing = self._existing_copy(room, name, digest)
+            existing = self._existing_copy(room, filing, digest)
             if existing is None:
                 raise
-            return {**drawer_view(existing), "created": False}
+            return existing, False
+        self._link_copies(created, filing)
         self._announce_drawer(created, "created")
-        return {**drawer_view(created), "created": True}
+        return created, True
 
     def _announce_drawer(self, drawer: Mapping[str, Any], action: str) -> None:
         self.events.publish(
@@ -368,26 +424,187 @@ class PalaceService:
         )
 
     def _existing_copy(
-        self, room: Mapping[str, Any], name: str | None, digest: str
+        self, room: Mapping[str, Any], filing: Filing, digest: str
     ) -> dict[str, Any] | None:
         """The drawer that makes this write a no-op, or None; a name held by other content
         raises `DrawerNameTaken`."""
-        if name is None:
-            return self.repository.current_drawer_with_hash(room["id"], digest)
-        holder = self.repository.drawer_by_name(room["id"], name)
+        if filing.name is None:
+            if filing.keep_copy or not self.dedup.enabled:
+                return None
+            return self.repository.current_drawer_with_hash(room["id"], digest, filing.agent)
+        holder = self.repository.drawer_by_name(room["id"], filing.name)
         if holder is None:
             return None
         if holder["content_hash"] != digest:
             raise DrawerNameTaken(
-                f"drawer name {name!r} in room {room['name']!r} holds other content"
+                f"drawer name {filing.name!r} in room {room['name']!r} holds other content"
             )
         return holder
+
+    def _link_copies(self, drawer: Mapping[str, Any], filing: Filing) -> None:
+        """Link the new drawer to the drawers valid in its room that it likely copies."""
+        if not self.dedup.enabled:
+            return
+        normalized = dedup.normalize(drawer["content"])
+        words = dedup.query_words(drawer["content"])
+        if len(normalized) < dedup.NEAR_MIN_CHARS:
+            words = []
+        candidates = self.repository.copy_candidates(drawer, words, dedup.CANDIDATES, filing.agent)
+        for older in candidates:
+            verdict = dedup.judge(drawer, older, self.dedup.near_threshold, normalized)
+            if verdict is None:
+                continue
+            self.repository.link_similar(
+                drawer["id"],
+                older["id"],
+                {
+                    "kind": verdict.kind,
+                    "similarity": verdict.similarity,
+                    "signals": verdict.signals,
+                    "created_at": drawer["created_at"],
+                },
+            )
+
+    def duplicates(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
+        """The drawers linked to this one as likely copies, older and newer."""
+        ctx.require_read("duplicates")
+        drawer = self._drawer(drawer_id)
+        edges = self.repository.similar_edges(drawer["id"])
+        others = self.repository.drawers_by_ids(
+            edge["out"] if edge["in"] == drawer["id"] else edge["in"] for edge in edges
+        )
+        similar = []
+        for edge in edges:
+            older = edge["in"] == drawer["id"]
+            other = others.get(edge["out"] if older else edge["in"])
+            if other is None:
+                continue
+            similar.append(
+                {
+                    "drawer": drawer_view(other),
+                    "side": "older" if older else "newer",
+                    "kind": edge["kind"],
+                    "similarity": edge["similarity"],
+                    "signals": edge["signals"],
+                    "created_at": edge["created_at"],
+                }
+            )
+        return {"drawer": drawer_view(drawer), "similar": similar}
+
+    def _drawer(self, drawer_id: str) -> dict[str, Any]:
+        drawer = self.repository.drawer_by_id(parse_uuid(drawer_id, "id"))
+        if drawer is None:
+            raise DrawerNotFound(f"drawer {drawer_id!r} does not exist")
+        return drawer
+
+    # Corrections: the old content is never rewritten, only closed and succeeded.
+
+    def supersede(self, ctx: RequestContext, drawer_id: str, data: object) -> dict[str, Any]:
+        """Close a drawer and, with `content`, file its replacement from the same instant.
+
+        The replacement takes over the name, and the tags unless `tags` is given; the two are
+        linked (`superseded_by`, `supersedes`) in the same transaction. Without content the
+        drawer is only invalidated.
+        """
+        ctx.require_write("supersede")
+        body = body_object(data)
+        refuse_unknown(body, SUPERSEDE_FIELDS)
+        old = self._drawer(drawer_id)
+        content = (
+            drawers.check_content(body["content"]) if body.get("content") is not None else None
+        )
+        tags = string_list(body, "tags")
+        if old.get("valid_to") is not None:
+            raise DrawerSuperseded(f"drawer {old['id']} was already superseded or invalidated")
+        now = self.clock()
+        replacement = None
+        if content is not None:
+            replacement = {
+                "id": str(uuid.uuid4()),
+                "wing": old["wing"],
+                "room": old["room"],
+                "content": content,
+                "content_hash": drawers.content_hash(content),
+                "fingerprint": drawers.fingerprint(content),
+                "source": {"kind": "manual"},
+                "tags": old.get("tags", []) if tags is None else tags,
+                "provenance": {"requested_by": ctx.requested_by, "job_id": None},
+                "valid_from": now,
+                "supersedes": old["id"],
+                "created_at": now,
+                "updated_at": now,
+            }
+            if old.get("name") is not None:
+                replacement["name"] = old["name"]
+        closed = self.repository.supersede(old["id"], replacement, now)
+        if closed is None:
+            raise DrawerSuperseded(f"drawer {old['id']} was already superseded or invalidated")
+        self._announce_drawer(closed, "updated")
+        if replacement is None:
+            return {"superseded": drawer_view(closed), "replacement": None}
+        created = self.repository.drawer_by_id(replacement["id"])
+        assert created is not None
+        self._link_copies(created, Filing(content=content or ""))
+        self._announce_drawer(created, "created")
+        return {"superseded": drawer_view(closed), "replacement": drawer_view(created)}
+
+    def history(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
+        """Every version of a drawer, oldest first, reached from any one of them."""
+        ctx.require_read("history")
+        drawer = self._drawer(drawer_id)
+        seen = {drawer["id"]}
+        earlier = self._walk(drawer, "supersedes", seen)
+        later = self._walk(drawer, "superseded_by", seen)
+        versions = [*reversed(earlier), drawer, *later]
+        return {"drawer": drawer_view(drawer), "versions": [drawer_view(v) for v in versions]}
+
+    def _walk(self, start: Mapping[str, Any], link: str, seen: set[str]) -> list[dict[str, Any]]:
+        """Follow `link` from `start`; stops at a missing drawer, a cycle or the hop limit."""
+        found: list[dict[str, Any]] = []
+        current: Mapping[str, Any] = start
+        while current.get(link) and len(found) < HISTORY_LIMIT:
+            if current[link] in seen:
+                break
+            following = self.repository.drawer_by_id(current[link])
+            if following is None:
+                break
+            seen.add(following["id"])
+            found.append(following)
+            current = following
+        return found
+
+    def pair_unlinked_supersessions(self) -> int:
+        """Link drawers superseded before the links existed to their successor, when exactly
+        one drawer of the room is valid from the instant the old one closed. Run at start-up;
+        returns how many pairs were linked."""
+        paired = 0
+        for closed in self.repository.unpaired_closed_drawers():
+            successors = self.repository.successors(closed)
+            if len(successors) == 1:
+                self.repository.pair(closed["id"], successors[0])
+                paired += 1
+        return paired
+
+    def _refuse_while_writing(self, what: str) -> None:
+        """A coarse check, not atomic: a job that writes drawers may be about to write here."""
+        for kind in self.repository.pending_job_kinds():
+            registered = kinds.get(kind.get("type"))
+            if registered and registered.writes_palace and registered.writes_palace(kind):
+                raise PalaceBusy(
+                    f"cannot delete {what} while a {kind['type']} job that writes to the "
+                    "palace is queued, running or paused"
+                )
+
+    def remove_orphan(self, drawer: Mapping[str, Any]) -> None:
+        """Delete a drawer whose room no longer exists (repair); announced like a delete."""
+        self.repository.delete_drawer(drawer["id"])
+        self._announce_drawer(drawer, "deleted")
 
     def delete_drawer(
         self, ctx: RequestContext, wing_ref: str, room_ref: str, drawer_ref: str
     ) -> dict[str, int]:
         ctx.require_write("delete_drawer")
-        room = self._find_room(self._find_wing(wing_ref), room_ref)
+        room = self._find_room(self.find_wing(wing_ref), room_ref)
         drawer = self._find_drawer(room, drawer_ref)
         self.repository.delete_drawer(drawer["id"])
         self._announce_drawer(drawer, "deleted")

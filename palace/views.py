@@ -280,3 +280,203 @@ class DrawerByIdView(MemCastleView):
     )
     def get(self, request: Request, drawer_id: str) -> Response:
         return Response(_palace().show_drawer_by_id(request_context(request), drawer_id))
+
+
+def another(serializer: serializers.Serializer) -> serializers.Serializer:
+    """A new instance of a schema serializer: DRF binds each instance to one place only."""
+    return type(serializer)()
+
+
+DRAWER_ID = OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+SUPERSEDE_BODY = inline_serializer(
+    "SupersedeBody",
+    {
+        "content": serializers.CharField(
+            required=False, help_text="the replacement; without it the drawer is invalidated"
+        ),
+        "tags": serializers.ListField(
+            child=serializers.CharField(), required=False, help_text="the old tags when absent"
+        ),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+
+
+class DrawerSupersedeView(MemCastleView):
+    @extend_schema(
+        summary="Supersede a drawer with new content, or invalidate it",
+        parameters=[MODE_PARAMETER, DRAWER_ID],
+        request=SUPERSEDE_BODY,
+        responses={
+            200: inline_serializer("Superseded", {"superseded": DRAWER, "replacement": DRAWER}),
+            **errors(400, 403, 404, 409),
+        },
+    )
+    def post(self, request: Request, drawer_id: str) -> Response:
+        ctx = request_context(request, body=request.data)
+        return Response(_palace().supersede(ctx, drawer_id, request.data))
+
+
+class DrawerHistoryView(MemCastleView):
+    @extend_schema(
+        summary="Every version of a drawer, oldest first",
+        parameters=[MODE_PARAMETER, DRAWER_ID],
+        responses={
+            200: inline_serializer(
+                "DrawerHistory",
+                {"drawer": DRAWER, "versions": serializers.ListField(child=another(DRAWER))},
+            ),
+            **errors(400, 403, 404),
+        },
+    )
+    def get(self, request: Request, drawer_id: str) -> Response:
+        return Response(_palace().history(request_context(request), drawer_id))
+
+
+class DrawerDuplicatesView(MemCastleView):
+    @extend_schema(
+        summary="The drawers linked to this one as likely copies",
+        parameters=[MODE_PARAMETER, DRAWER_ID],
+        responses={
+            200: inline_serializer(
+                "DrawerDuplicates",
+                {
+                    "drawer": DRAWER,
+                    "similar": serializers.ListField(
+                        child=inline_serializer(
+                            "SimilarDrawer",
+                            {
+                                "drawer": another(DRAWER),
+                                "side": serializers.ChoiceField(["older", "newer"]),
+                                "kind": serializers.ChoiceField(["exact", "normalized", "near"]),
+                                "similarity": serializers.FloatField(),
+                                "signals": serializers.DictField(),
+                                "created_at": serializers.DateTimeField(),
+                            },
+                        )
+                    ),
+                },
+            ),
+            **errors(400, 403, 404),
+        },
+    )
+    def get(self, request: Request, drawer_id: str) -> Response:
+        return Response(_palace().duplicates(request_context(request), drawer_id))
+
+
+def _journal():
+    return runtime.current().journal
+
+
+NOTE_BODY = inline_serializer(
+    "NoteBody",
+    {
+        "wing": serializers.CharField(),
+        "room": serializers.CharField(required=False, help_text="notes by default"),
+        "content": serializers.CharField(),
+        "uri": serializers.CharField(required=False, help_text="where it was captured"),
+        "tags": serializers.ListField(child=serializers.CharField(), required=False),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+DIARY_BODY = inline_serializer(
+    "DiaryBody",
+    {
+        "agent_identity": serializers.CharField(),
+        "wing": serializers.CharField(),
+        "content": serializers.CharField(),
+        "tags": serializers.ListField(child=serializers.CharField(), required=False),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+
+
+class NotesView(MemCastleView):
+    @extend_schema(
+        summary="File a note (201 new, 200 for an identical note already in the room)",
+        parameters=[MODE_PARAMETER],
+        request=NOTE_BODY,
+        responses={201: DRAWER, 200: DRAWER, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = request_context(request, body=request.data)
+        return created_response(_journal().write_note(ctx, request.data))
+
+
+class DiaryView(MemCastleView):
+    @extend_schema(
+        summary="An agent's newest diary entries, superseded ones skipped",
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("agent_identity", str, required=True),
+            OpenApiParameter("wing", str, description="one wing's diary; every wing's when absent"),
+            OpenApiParameter("limit", int, description="20 by default, 0 means 20, at most 200"),
+        ],
+        responses={
+            200: inline_serializer(
+                "Diary",
+                {
+                    "agent_identity": serializers.CharField(),
+                    "wing": serializers.CharField(allow_null=True),
+                    "entries": serializers.ListField(child=DRAWER),
+                    "limit": serializers.IntegerField(),
+                },
+            ),
+            **errors(400, 403),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        return Response(
+            _journal().read_diary(
+                request_context(request),
+                agent_identity=params.get("agent_identity"),
+                wing=params.get("wing"),
+                limit=params.get("limit"),
+            )
+        )
+
+    @extend_schema(
+        summary="Write a diary entry for an agent in <wing>/diary",
+        parameters=[MODE_PARAMETER],
+        request=DIARY_BODY,
+        responses={201: DRAWER, 200: DRAWER, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = request_context(request, body=request.data)
+        return created_response(_journal().write_diary(ctx, request.data))
+
+
+class WakeUpView(MemCastleView):
+    @extend_schema(
+        summary="What an agent reads at start: its diary entry and recent checkpointed drawers",
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("agent_identity", str, required=True),
+            OpenApiParameter("wing", str),
+            OpenApiParameter("max_items", int, description="10 by default, at most 200"),
+            OpenApiParameter("max_bytes", int, description="8192 by default"),
+        ],
+        responses={
+            200: inline_serializer(
+                "WakeUp",
+                {
+                    "diary": DRAWER,
+                    "recent_highlights": serializers.ListField(child=another(DRAWER)),
+                    "generated_at": serializers.DateTimeField(),
+                },
+            ),
+            **errors(400, 403),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        return Response(
+            _journal().wake_up(
+                request_context(request),
+                agent_identity=params.get("agent_identity"),
+                wing=params.get("wing"),
+                max_items=params.get("max_items"),
+                max_bytes=params.get("max_bytes"),
+            )
+        )

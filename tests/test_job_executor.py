@@ -168,7 +168,7 @@ class Harness:
                 priority=Priority.NORMAL,
                 parse=lambda body: dict(body),
                 run=run,
-                writes_memory=writes_memory,
+                gate=lambda params: name if writes_memory else None,
                 summary="a kind of this test's own",
             )
         )

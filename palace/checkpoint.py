@@ -1,0 +1,218 @@
+"""The `checkpoint` job: an already-classified batch of memories, one drawer per item.
+
+The calling integration decides what is worth remembering; this files it. The payload is checked
+whole at submission, so a job never starts with an item it cannot store. Each item is one unit:
+its drawer is written under an id derived from the job and the item's index
+(`checkpoint-drawer:{i}`), then the checkpoint `{"next_index": i + 1}` is saved, so a job that is
+interrupted resumes where it stopped and never stores an item twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jobs import kinds
+from jobs.replay import unit_id
+from jobs.run import JobRun
+from jobs.states import Priority
+from memcastle_project import runtime
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import InputInvalid
+from palace.names import PathInvalid, check_drawer_name, check_wing_name
+from palace.services import DrawerNameTaken, Filing
+
+DESTINATIONS = {
+    "preference": "preferences",
+    "project": "projects",
+    "diary": "diary",
+    "general": "general",
+}
+ITEM_FIELDS = ("destination", "wing", "content", "name", "tags", "source", "fact")
+SOURCE_KINDS = ("file", "manual")
+FACT_OPS = ("add", "supersede", "invalidate", "link")
+LINK_KINDS = ("confirms", "contradicts", "refines")
+MAX_ITEMS = 10_000
+
+
+def _refuse(index: int | None, problem: str) -> InputInvalid:
+    where = f"item {index}: " if index is not None else ""
+    return InputInvalid("payload", f"{where}{problem}")
+
+
+def parse_payload(raw: object) -> dict[str, Any]:
+    """The payload as stored on the job; refused whole, blamed on `payload`.
+
+    A JSON-encoded string of the object is accepted too, as some MCP clients send one.
+    """
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise InputInvalid("payload", "is a string that is not valid JSON") from None
+    if not isinstance(raw, Mapping):
+        raise InputInvalid("payload", 'must be an object like {"items": [...]}')
+    unknown = sorted(set(raw) - {"items"})
+    if unknown:
+        raise _refuse(None, f"has an unknown key {unknown[0]!r} (known: items)")
+    items = raw.get("items")
+    if not isinstance(items, list) or not items:
+        raise _refuse(None, "must have at least one item in `items`")
+    if len(items) > MAX_ITEMS:
+        raise _refuse(None, f"has {len(items)} items; at most {MAX_ITEMS} fit in one job")
+    return {"items": [_item(index, item) for index, item in enumerate(items)]}
+
+
+def _item(index: int, raw: object) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise _refuse(index, "must be an object")
+    unknown = sorted(set(raw) - set(ITEM_FIELDS))
+    if unknown:
+        raise _refuse(index, f"has an unknown key {unknown[0]!r} (known: {', '.join(ITEM_FIELDS)})")
+    destination = raw.get("destination")
+    if destination not in DESTINATIONS:
+        raise _refuse(index, f"`destination` must be one of {', '.join(DESTINATIONS)}")
+    content = raw.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise _refuse(index, "`content` must be a non-blank string")
+    tags = raw.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise _refuse(index, "`tags` must be a list of strings")
+    item: dict[str, Any] = {
+        "destination": destination,
+        "content": content,
+        "tags": tags,
+        "source": _source(index, raw.get("source")),
+    }
+    try:
+        if raw.get("wing") is not None:
+            item["wing"] = check_wing_name(_string(index, raw, "wing"))
+        if raw.get("name") is not None:
+            item["name"] = check_drawer_name(_string(index, raw, "name"))
+    except PathInvalid as exc:
+        raise _refuse(index, exc.message) from None
+    if raw.get("fact") is not None:
+        item["fact"] = _fact(index, raw["fact"])
+    return item
+
+
+def _string(index: int, raw: Mapping[str, Any], field: str) -> str:
+    value = raw[field]
+    if not isinstance(value, str):
+        raise _refuse(index, f"`{field}` must be a string")
+    return value
+
+
+def _source(index: int, raw: object) -> dict[str, Any]:
+    if raw is None:
+        return {"kind": "manual"}
+    if not isinstance(raw, Mapping) or raw.get("kind", "manual") not in SOURCE_KINDS:
+        raise _refuse(index, '`source` must be like {"kind": "manual"} (kind file or manual)')
+    source: dict[str, Any] = {"kind": raw.get("kind", "manual")}
+    for key in ("uri", "agent"):
+        if raw.get(key) is not None:
+            if not isinstance(raw[key], str):
+                raise _refuse(index, f"`source.{key}` must be a string")
+            source[key] = raw[key]
+    return source
+
+
+def _fact(index: int, raw: object) -> dict[str, Any]:
+    """Checked here so a job never fails on its shape; applying it is the graph's part."""
+    if not isinstance(raw, Mapping) or raw.get("op") not in FACT_OPS:
+        raise _refuse(index, f"`fact.op` must be one of {', '.join(FACT_OPS)}")
+    confidence = raw.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 <= confidence <= 1
+    ):
+        raise _refuse(index, "`fact.confidence` must be a number from 0 to 1")
+    if raw["op"] == "link":
+        if raw.get("kind") not in LINK_KINDS:
+            raise _refuse(index, f"`fact.kind` must be one of {', '.join(LINK_KINDS)}")
+        reason = raw.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise _refuse(index, "`fact.reason` must be a non-blank string for a link")
+    return dict(raw)
+
+
+def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - {"payload", "emergency"})
+    if unknown:
+        raise InputInvalid(
+            unknown[0], "is not a checkpoint job parameter (known: payload, emergency)"
+        )
+    emergency = body.get("emergency", False)
+    if not isinstance(emergency, bool):
+        raise InputInvalid("emergency", "must be true or false")
+    params: dict[str, Any] = {"payload": parse_payload(body.get("payload"))}
+    if emergency:
+        params["emergency"] = True
+    return params
+
+
+def destination_of(item: Mapping[str, Any]) -> tuple[str, str]:
+    """(wing, room) of an item: its wing, else one per destination; diary items go to `diary`."""
+    wing = item.get("wing") or DESTINATIONS[item["destination"]]
+    room = "diary" if item["destination"] == "diary" else "entries"
+    return wing, room
+
+
+def run(job: JobRun) -> dict[str, Any]:
+    palace = runtime.current().palace
+    ctx = RequestContext.build(requested_by=job.requested_by)
+    items = job.params["payload"]["items"]
+    state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
+    for index in range(state["next_index"], len(items)):
+        item = items[index]
+        drawer_id = unit_id(job.job_id, f"checkpoint-drawer:{index}")
+        if palace.repository.drawer_by_id(drawer_id) is None:
+            wing, room = destination_of(item)
+            filing = Filing(
+                content=item["content"],
+                name=item.get("name"),
+                tags=item["tags"],
+                source=item["source"],
+                drawer_id=drawer_id,
+                job_id=job.job_id,
+                # A fact needs its own drawer as evidence, even when the text is a copy.
+                keep_copy="fact" in item,
+            )
+            try:
+                _, created = palace.file(ctx, wing, room, filing)
+            except DrawerNameTaken as exc:
+                state["failed"] = [*state["failed"], {"index": index, "error": exc.message}]
+            else:
+                state["duplicates"] += 0 if created else 1
+        state["next_index"] = index + 1
+        job.save(
+            state, current=index + 1, total=len(items), message=f"item {index + 1} of {len(items)}"
+        )
+    result: dict[str, Any] = {"items": len(items), "duplicates": state["duplicates"]}
+    if state["failed"]:
+        result["failed"] = state["failed"]
+    return result
+
+
+def _gate(params: Mapping[str, Any]) -> str:
+    return "emergency_checkpoint" if params.get("emergency") else "checkpoint"
+
+
+def _priority(params: Mapping[str, Any]) -> Priority:
+    return Priority.CRITICAL if params.get("emergency") else Priority.HIGH
+
+
+CHECKPOINT = kinds.register(
+    kinds.JobKind(
+        name="checkpoint",
+        priority=Priority.HIGH,
+        parse=parse,
+        run=run,
+        gate=_gate,
+        summary="file an already-classified batch of memories, one drawer per item",
+        priority_for=_priority,
+        writes_palace=lambda params: True,
+    )
+)

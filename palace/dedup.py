@@ -1,0 +1,102 @@
+"""How alike two drawers are: exact, normalized and near copies (palace.md section 7).
+
+Decided here, in the domain, never by a database constraint. An exact copy is the same bytes; a
+normalized copy has the same text once case, punctuation and whitespace are ignored; a near
+copy is at least `dedup.near_threshold` similar. Only exact unnamed copies are not stored: the
+others are stored and linked with `similar_to`, never merged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Beyond this many normalized characters, edit similarity is too slow; trigrams stand in.
+EDIT_LIMIT = 2000
+# Shorter normalized texts can only be exact or normalized copies: a typo is half of them.
+NEAR_MIN_CHARS = 12
+DEFAULT_NEAR_THRESHOLD = 0.9
+# How many of a text's words ask the full-text index for near-copy candidates, and how many
+# candidates are compared.
+QUERY_WORDS = 12
+CANDIDATES = 10
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "exact", "normalized" or "near"
+    similarity: float
+    signals: dict[str, Any]
+
+
+def normalize(content: str) -> str:
+    """Case folded, punctuation dropped, whitespace collapsed; accents kept."""
+    return " ".join(_WORD.findall(content.casefold())).replace("_", " ")
+
+
+def query_words(content: str) -> list[str]:
+    """The longest distinct words of a text: what its near copies most likely share."""
+    words = sorted(set(_WORD.findall(content.casefold())), key=lambda w: (-len(w), w))
+    return [word for word in words if len(word) > 2][:QUERY_WORDS]
+
+
+def edit_similarity(a: str, b: str) -> float:
+    """1 - optimal string alignment distance / longer length (a transposition is 1 edit)."""
+    if a == b:
+        return 1.0
+    longer = max(len(a), len(b))
+    if longer == 0:
+        return 1.0
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return 1 - previous[len(b)] / longer
+
+
+def trigram_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the two texts' character trigrams."""
+    grams_a = {a[i : i + 3] for i in range(max(len(a) - 2, 1))}
+    grams_b = {b[i : i + 3] for i in range(max(len(b) - 2, 1))}
+    return len(grams_a & grams_b) / len(grams_a | grams_b)
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two normalized texts are, from 0 to 1."""
+    if max(len(a), len(b)) <= EDIT_LIMIT:
+        return edit_similarity(a, b)
+    return trigram_similarity(a, b)
+
+
+def judge(
+    new: dict[str, Any], old: dict[str, Any], threshold: float, new_normalized: str
+) -> Verdict | None:
+    """The verdict on `new` against an existing drawer `old`, or None when they are distinct."""
+    same_hash = new["content_hash"] == old["content_hash"]
+    same_fingerprint = new["fingerprint"] == old.get("fingerprint")
+    if same_hash or same_fingerprint:
+        score = 1.0
+    else:
+        old_normalized = normalize(old["content"])
+        if min(len(new_normalized), len(old_normalized)) < NEAR_MIN_CHARS:
+            return None
+        score = round(similarity(new_normalized, old_normalized), 4)
+        if score < threshold:
+            return None
+    signals = {
+        "same_hash": same_hash,
+        "same_fingerprint": same_fingerprint,
+        "similarity": score,
+        "threshold": threshold,
+    }
+    kind = "exact" if same_hash else "normalized" if same_fingerprint else "near"
+    return Verdict(kind, score, signals)

@@ -1,0 +1,160 @@
+"""The journal: notes, an agent's diary, and the wake-up an agent reads when it starts.
+
+Notes and diary entries are written synchronously (not as jobs) through `PalaceService.file`,
+so they are deduplicated and announced like any drawer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import InputInvalid
+from memcastle_project.validation import body_object, optional_text, parse_limit, string_list
+from palace import drawers
+from palace.names import check_room_name, check_wing_name
+from palace.services import (
+    Filing,
+    PalaceService,
+    WingNotFound,
+    drawer_view,
+    refuse_unknown,
+)
+
+NOTE_FIELDS = ("wing", "room", "content", "uri", "tags", "requested_by")
+DIARY_FIELDS = ("agent_identity", "wing", "content", "tags", "requested_by")
+NOTES_ROOM = "notes"
+DIARY_ROOM = "diary"
+DIARY_LIMIT = 20
+WAKE_UP_ITEMS = 10
+WAKE_UP_BYTES = 8192
+MAX_WAKE_UP_BYTES = 1_048_576
+# The id `_wing_id` gives a wing that does not exist.
+MISSING = "\x00missing"
+
+
+def _required_text(data: Mapping[str, Any], field: str) -> str:
+    value = data.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise InputInvalid(field, "is required and must be a non-blank string")
+    return value
+
+
+def _agent(raw: object) -> str:
+    """An agent identity is a free string, stored verbatim, never validated beyond that."""
+    if not isinstance(raw, str) or not raw:
+        raise InputInvalid("agent_identity", "is required and must be a non-empty string")
+    return raw
+
+
+class JournalService:
+    def __init__(self, palace: PalaceService) -> None:
+        self.palace = palace
+
+    def write_note(self, ctx: RequestContext, data: object) -> dict[str, Any]:
+        """File a note in `<wing>/<room>` (room `notes` by default); an identical note already
+        in the room answers `created: false`."""
+        ctx.require_write("note")
+        body = body_object(data)
+        refuse_unknown(body, NOTE_FIELDS)
+        wing = check_wing_name(_required_text(body, "wing"))
+        room = check_room_name(body.get("room") or NOTES_ROOM)
+        source: dict[str, Any] = {"kind": "note"}
+        uri = optional_text(body, "uri")
+        if uri is not None:
+            source["uri"] = uri
+        filing = Filing(
+            content=drawers.check_content(body.get("content")),
+            tags=string_list(body, "tags") or [],
+            source=source,
+        )
+        drawer, created = self.palace.file(ctx, wing, room, filing)
+        return {**drawer_view(drawer), "created": created}
+
+    def write_diary(self, ctx: RequestContext, data: object) -> dict[str, Any]:
+        """An entry in `<wing>/diary` for an agent; the agent's identical current entry is
+        returned instead of a copy (`created: false`)."""
+        ctx.require_write("diary_write")
+        body = body_object(data)
+        refuse_unknown(body, DIARY_FIELDS)
+        agent = _agent(body.get("agent_identity"))
+        wing = check_wing_name(_required_text(body, "wing"))
+        filing = Filing(
+            content=drawers.check_content(body.get("content")),
+            tags=string_list(body, "tags") or [],
+            source={"kind": "manual", "agent": agent},
+            agent=agent,
+        )
+        drawer, created = self.palace.file(ctx, wing, DIARY_ROOM, filing)
+        return {**drawer_view(drawer), "created": created}
+
+    def read_diary(
+        self, ctx: RequestContext, *, agent_identity: object, wing: object, limit: object
+    ) -> dict[str, Any]:
+        """An agent's newest current entries, superseded ones skipped."""
+        ctx.require_read("diary_read")
+        agent = _agent(agent_identity)
+        page_size = parse_limit(limit, default=DIARY_LIMIT)
+        wing_id = self._wing_id(wing)
+        entries = (
+            []
+            if wing_id is MISSING
+            else self.palace.repository.diary_entries(agent, wing_id, page_size)
+        )
+        return {
+            "agent_identity": agent,
+            "wing": wing or None,
+            "entries": [drawer_view(entry) for entry in entries],
+            "limit": page_size,
+        }
+
+    def wake_up(
+        self,
+        ctx: RequestContext,
+        *,
+        agent_identity: object,
+        wing: object = None,
+        max_items: object = None,
+        max_bytes: object = None,
+    ) -> dict[str, Any]:
+        """What an agent reads when it starts: its newest diary entry in `wing` (only when a
+        wing is given) and the newest checkpointed drawers, whole, within `max_bytes`."""
+        ctx.require_read("wake_up")
+        agent = _agent(agent_identity)
+        items = parse_limit(max_items, default=WAKE_UP_ITEMS, field="max_items")
+        budget = parse_limit(
+            max_bytes, default=WAKE_UP_BYTES, field="max_bytes", cap=MAX_WAKE_UP_BYTES
+        )
+        wing_id = self._wing_id(wing)
+        diary = None
+        highlights: list[dict[str, Any]] = []
+        if wing_id is MISSING:
+            return {"diary": None, "recent_highlights": [], "generated_at": self.palace.clock()}
+        if wing_id is not None:
+            newest = self.palace.repository.diary_entries(agent, wing_id, 1)
+            diary = drawer_view(newest[0]) if newest else None
+        used = len(diary["content"].encode()) if diary else 0
+        for drawer in self.palace.repository.checkpoint_highlights(wing_id, items):
+            size = len(drawer["content"].encode())
+            if used + size > budget:
+                break
+            used += size
+            highlights.append(drawer_view(drawer))
+        return {
+            "diary": diary,
+            "recent_highlights": highlights,
+            "generated_at": self.palace.clock(),
+        }
+
+    def _wing_id(self, wing: object) -> str | None:
+        """The id of the wing named (or identified by) `wing`; None when no wing is asked for,
+        `MISSING` when it does not exist: a wing nobody wrote to yet reads as empty."""
+        if wing is None or wing == "":
+            return None
+        if not isinstance(wing, str):
+            raise InputInvalid("wing", "must be a wing's name")
+        try:
+            return self.palace.find_wing(wing)["id"]
+        except WingNotFound:
+            return MISSING
