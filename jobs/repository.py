@@ -13,8 +13,15 @@ from typing import Any
 
 from memcastle_project.store import Store
 
-# How many of the most urgent queued jobs a claim tries before giving up for this message.
+# How many of the most urgent queued jobs a claim tries before reading the queue again.
 CLAIM_CANDIDATES = 8
+# What a running job's own writes read back: its state, not its input, which can be large (a
+# checkpoint job of 1,000 items carries them all; reading them back at every save cost more
+# than the save).
+STATE_FIELDS = (
+    "id, kind.type, status, attempt, recovery_attempts, max_attempts, lease_owner, "
+    "pause_requested, cancel_requested, error_code"
+)
 
 
 def _without_id(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,10 +133,12 @@ class JobRepository:
     def fenced_update(
         self, job_id: str, owner: str, changes: Mapping[str, Any]
     ) -> dict[str, Any] | None:
-        """Write as the lease holder; None when the job is no longer running under `owner`."""
+        """Write as the lease holder; None when the job is no longer running under `owner`.
+
+        Returns the job's state (`STATE_FIELDS`), not the whole record."""
         return self.store.one(
             "UPDATE ONLY type::record('job', $id) MERGE $changes "
-            "WHERE status = 'running' AND lease_owner = $owner RETURN AFTER",
+            f"WHERE status = 'running' AND lease_owner = $owner RETURN {STATE_FIELDS}",
             {"id": job_id, "owner": owner, "changes": dict(changes)},
         )
 

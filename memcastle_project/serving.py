@@ -135,6 +135,9 @@ def serve(config: Config) -> int:
         daemon.bind_addr = address_of(sock)
         # Job handlers reach the services through it, and jobs may start before serving does.
         runtime.install(daemon)
+        filled = daemon.palace.backfill_dedup_keys()
+        if filled:
+            logger.info("gave %d drawers their deduplication keys", filled)
         paired = daemon.palace.pair_unlinked_supersessions()
         if paired:
             logger.info("linked %d drawers superseded before lineage links existed", paired)

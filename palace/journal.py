@@ -13,7 +13,6 @@ from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid
 from memcastle_project.validation import body_object, optional_text, parse_limit, string_list
 from palace import drawers
-from palace.names import check_room_name, check_wing_name
 from palace.services import (
     Filing,
     PalaceService,
@@ -58,8 +57,11 @@ class JournalService:
         ctx.require_write("note")
         body = body_object(data)
         refuse_unknown(body, NOTE_FIELDS)
-        wing = check_wing_name(_required_text(body, "wing"))
-        room = check_room_name(body.get("room") or NOTES_ROOM)
+        # Names are checked when a wing or room is created; an existing one may be named by id.
+        wing = _required_text(body, "wing")
+        room = body.get("room") or NOTES_ROOM
+        if not isinstance(room, str):
+            raise InputInvalid("room", "must be a room's name")
         source: dict[str, Any] = {"kind": "note"}
         uri = optional_text(body, "uri")
         if uri is not None:
@@ -79,7 +81,7 @@ class JournalService:
         body = body_object(data)
         refuse_unknown(body, DIARY_FIELDS)
         agent = _agent(body.get("agent_identity"))
-        wing = check_wing_name(_required_text(body, "wing"))
+        wing = _required_text(body, "wing")
         filing = Filing(
             content=drawers.check_content(body.get("content")),
             tags=string_list(body, "tags") or [],

@@ -28,10 +28,10 @@ class BasedOnJobInvalid(InputInvalid):
 
 
 def parse_audit(body: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(body) - {"scope", "wing"})
+    unknown = sorted(set(body) - {"scope"})
     if unknown:
         raise InputInvalid(unknown[0], "is not an audit parameter (known: scope)")
-    scope = body.get("scope", body.get("wing"))
+    scope = body.get("scope")
     if scope is not None and (not isinstance(scope, str) or not scope):
         raise InputInvalid("scope", "must be a wing's name")
     return {"scope": scope} if scope else {}

@@ -14,7 +14,8 @@ from typing import Any
 from surrealdb import RecordID
 
 from memcastle_project.errors import StoreFailed
-from memcastle_project.store import Store
+from memcastle_project.store import Store, UniqueViolation
+from palace import dedup
 
 WING_FIELDS = "id, name, description, created_at"
 ROOM_FIELDS = "id, wing, name, description, created_at"
@@ -163,51 +164,78 @@ class PalaceRepository:
     def current_drawer_with_hash(
         self, room_id: str, digest: str, agent: str | None = None
     ) -> dict[str, Any] | None:
-        """A drawer of this room (of this agent, for a diary) with exactly this content that is
-        valid now."""
+        """The oldest drawer of this room (of this agent, for a diary) with exactly this
+        content that is valid now."""
+        # Not `ORDER BY created_at` in the query: the engine then walks the room's
+        # (room, created_at) index instead of (room, content_hash), 240 ms in a room of 20,000.
         rows = self.store.one(
             "SELECT * FROM drawer WHERE room = $room AND content_hash = $hash "
-            f"AND {CURRENT}{' AND source.agent = $agent' if agent is not None else ''} "
-            "ORDER BY created_at LIMIT 1",
+            f"AND {CURRENT}{' AND source.agent = $agent' if agent is not None else ''}",
             {"room": room_id, "hash": digest, "agent": agent},
         )
-        return rows[0] if rows else None
+        return min(rows, key=lambda row: row["created_at"]) if rows else None
 
     def copy_candidates(
-        self, drawer: Mapping[str, Any], words: list[str], limit: int, agent: str | None
+        self, drawers: list[tuple[Mapping[str, Any], str | None]]
+    ) -> list[list[dict[str, Any]]]:
+        """For each (drawer, agent): the drawers valid now in its room (of `agent`, for a
+        diary) that may be copies of it: the same fingerprint (so the same bytes too), or the
+        same start or end once normalized (`dedup_head`, `dedup_tail`). Three index lookups per
+        drawer, all in one round trip."""
+        statements = []
+        variables: dict[str, Any] = {}
+        for n, (drawer, agent) in enumerate(drawers):
+            mine = f" AND source.agent = $agent{n}" if agent is not None else ""
+            scope = f"room = $room{n} AND {CURRENT}{mine}"
+            variables[f"room{n}"] = drawer["room"]
+            variables[f"agent{n}"] = agent
+            for key in dedup.LOOKUP_KEYS:
+                statements.append(f"SELECT * FROM drawer WHERE {scope} AND {key} = ${key}{n};")
+                variables[f"{key}{n}"] = drawer[key]
+        if not statements:
+            return []
+        results = self.store.query("".join(statements), variables)
+        per_drawer = len(dedup.LOOKUP_KEYS)
+        found_all = []
+        for n, (drawer, _) in enumerate(drawers):
+            found: dict[str, dict[str, Any]] = {}
+            for rows in results[n * per_drawer : (n + 1) * per_drawer]:
+                for row in rows:
+                    if row["id"] != drawer.get("id"):
+                        found.setdefault(row["id"], row)
+            found_all.append(list(found.values()))
+        return found_all
+
+    def create_drawers(
+        self, batch: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
     ) -> list[dict[str, Any]]:
-        """Drawers valid now in the drawer's room (of `agent`, for a diary) that may be copies of
-        it: same bytes, same fingerprint, or the best full-text matches of `words`."""
-        mine = " AND source.agent = $agent" if agent is not None else ""
-        # Not `$self`: SurrealQL gives that name its own meaning, and the comparison then
-        # matched the drawer itself.
-        scope = f"room = $room AND {CURRENT} AND record::id(id) != $own_key{mine}"
-        statements = [
-            f"SELECT * FROM drawer WHERE {scope} AND content_hash = $hash;",
-            f"SELECT * FROM drawer WHERE {scope} AND fingerprint = $fingerprint;",
-        ]
-        variables: dict[str, Any] = {
-            "room": drawer["room"],
-            "own_key": drawer["id"],
-            "hash": drawer["content_hash"],
-            "fingerprint": drawer["fingerprint"],
-            "agent": agent,
-            "limit": limit,
-        }
-        if words:
-            matches = " OR ".join(f"content @{n}@ $w{n}" for n in range(1, len(words) + 1))
-            score = " + ".join(f"(search::score({n}) ?? 0)" for n in range(1, len(words) + 1))
-            statements.append(
-                f"SELECT *, {score} AS relevance FROM drawer WHERE {scope} AND ({matches}) "
-                "ORDER BY relevance DESC LIMIT $limit;"
-            )
-            variables.update({f"w{n}": word for n, word in enumerate(words, 1)})
-        found: dict[str, dict[str, Any]] = {}
-        for rows in self.store.query("".join(statements), variables):
-            for row in rows:
-                row.pop("relevance", None)
-                found.setdefault(row["id"], row)
-        return list(found.values())
+        """Create drawers and their `similar_to` links to older drawers in one transaction.
+
+        Raises `UniqueViolation` when a drawer's name is taken in its room.
+        """
+        statements = []
+        variables: dict[str, Any] = {}
+        for n, (record, links) in enumerate(batch):
+            variables[f"id{n}"] = record["id"]
+            variables[f"record{n}"] = _without_id(record)
+            statements.append(f"CREATE type::record('drawer', $id{n}) CONTENT $record{n};")
+            for m, (older, edge) in enumerate(links):
+                variables[f"from{n}_{m}"] = RecordID("drawer", record["id"])
+                variables[f"to{n}_{m}"] = RecordID("drawer", older)
+                variables[f"edge{n}_{m}"] = edge
+                statements.append(
+                    f"RELATE $from{n}_{m}->similar_to->$to{n}_{m} CONTENT $edge{n}_{m};"
+                )
+        variables["ids"] = [RecordID("drawer", record["id"]) for record, _ in batch]
+        try:
+            return self.store.transaction("".join(statements) + "SELECT * FROM $ids;", variables)
+        except StoreFailed:
+            for record, _ in batch:
+                if record.get("name") is not None:
+                    holder = self.drawer_by_name(record["room"], record["name"])
+                    if holder is not None:
+                        raise UniqueViolation(f"drawer name {record['name']!r} is taken") from None
+            raise
 
     def link_similar(self, newer: str, older: str, edge: Mapping[str, Any]) -> None:
         """`newer -similar_to-> older`; a pair already linked is left as it is."""
@@ -227,6 +255,14 @@ class PalaceRepository:
             {"d": RecordID("drawer", drawer_id)},
         )
 
+    def existing_drawer_ids(self, ids: Iterable[str]) -> set[str]:
+        return set(
+            self.store.one(
+                "SELECT VALUE record::id(id) FROM $ids",
+                {"ids": [RecordID("drawer", drawer_id) for drawer_id in ids]},
+            )
+        )
+
     def drawers_by_ids(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self.store.one(
             "SELECT * FROM $ids", {"ids": [RecordID("drawer", drawer_id) for drawer_id in ids]}
@@ -241,9 +277,11 @@ class PalaceRepository:
         drawer, or None when it was already closed."""
         variables: dict[str, Any] = {"old": old_id, "now": now}
         if replacement is None:
+            # An invalidated drawer gives up its name too, as a superseded one does: the name
+            # is free for what is true now.
             return self.store.one(
-                "UPDATE ONLY type::record('drawer', $old) SET valid_to = $now, updated_at = $now "
-                "WHERE valid_to = NONE RETURN AFTER",
+                "UPDATE ONLY type::record('drawer', $old) SET valid_to = $now, updated_at = $now, "
+                "name = NONE WHERE valid_to = NONE RETURN AFTER",
                 variables,
             )
         variables.update(new=replacement["id"], record=_without_id(replacement))
@@ -288,6 +326,18 @@ class PalaceRepository:
         """The `kind` (type and parameters) of every queued, running or paused job."""
         return self.store.one(
             "SELECT VALUE kind FROM job WHERE status IN ['queued', 'running', 'paused']"
+        )
+
+    def drawers_without_dedup_keys(self, limit: int) -> list[dict[str, Any]]:
+        return self.store.one(
+            "SELECT id, content FROM drawer WHERE dedup_head = NONE LIMIT $limit", {"limit": limit}
+        )
+
+    def set_dedup_keys(self, rows: list[dict[str, Any]]) -> None:
+        self.store.query(
+            "FOR $row IN $rows { UPDATE type::record('drawer', $row.id) "
+            "SET dedup_head = $row.dedup_head, dedup_tail = $row.dedup_tail };",
+            {"rows": rows},
         )
 
     def unpaired_closed_drawers(self) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from jobs import kinds
 from memcastle_project.clock import utc_now
 from memcastle_project.config import DedupConfig
 from memcastle_project.context import RequestContext
-from memcastle_project.errors import Conflict, InputInvalid, NotFound
+from memcastle_project.errors import Conflict, InputInvalid, MemCastleError, NotFound
 from memcastle_project.events import EventBus
 from memcastle_project.store import UniqueViolation
 from memcastle_project.validation import (
@@ -35,6 +35,10 @@ from palace.repository import PalaceRepository
 
 DRAWER_LIST_LIMIT = 50
 SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
+# Drawers given their deduplication keys per query at start-up.
+BACKFILL_BATCH = 500
+# Fields kept for the daemon's own lookups, never shown.
+INTERNAL_FIELDS = ("dedup_head", "dedup_tail")
 # The most versions a history walks in each direction.
 HISTORY_LIMIT = 1000
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
@@ -89,6 +93,16 @@ def _required_name(data: Mapping[str, Any]) -> str:
     return name
 
 
+def _derived(content: str) -> dict[str, Any]:
+    """The content and what is computed from it for every drawer."""
+    return {
+        "content": content,
+        "content_hash": drawers.content_hash(content),
+        "fingerprint": drawers.fingerprint(content),
+        **dedup.blocking_keys(content),
+    }
+
+
 def wing_view(row: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, Any]:
     return {**row, "description": row.get("description"), "counts": dict(counts)}
 
@@ -99,7 +113,9 @@ def room_view(row: Mapping[str, Any], drawer_count: int) -> dict[str, Any]:
 
 def _drawer_common(row: Mapping[str, Any]) -> dict[str, Any]:
     """Absent optional fields made explicit; lineage links only when set."""
-    view = {key: value for key, value in row.items() if value is not None}
+    view = {
+        key: value for key, value in row.items() if value is not None and key not in INTERNAL_FIELDS
+    }
     view["name"] = row.get("name")
     view["valid_to"] = row.get("valid_to")
     view["source"] = drawers.read_source(row.get("source"))
@@ -135,6 +151,16 @@ class Filing:
     job_id: str | None = None
     agent: str | None = None
     keep_copy: bool = False
+
+
+@dataclass(frozen=True)
+class Filed:
+    """What filing one drawer came to: the drawer (new, or the copy that made it a no-op),
+    whether it was created, or the error that kept it from being filed."""
+
+    drawer: dict[str, Any] | None
+    created: bool
+    error: MemCastleError | None = None
 
 
 class PalaceService:
@@ -378,25 +404,93 @@ class PalaceService:
     ) -> tuple[dict[str, Any], bool]:
         """Store a drawer, creating its wing and room when missing; `(drawer, created)`.
 
-        The one way every writer files a drawer (REST, notes, diary, checkpoint jobs). The
-        caller has checked the memory mode. An exact copy of an unnamed drawer already valid in
-        the room (of the same agent, for a diary) is not stored again: that drawer is returned
-        with `created` false. Other likely copies are stored and linked with `similar_to`.
+        The one way every writer files a drawer (REST, notes, diary; checkpoint jobs file
+        batches with `file_batch`). The caller has checked the memory mode. An exact copy of an
+        unnamed drawer already valid in the room (of the same agent, for a diary) is not stored
+        again: that drawer is returned with `created` false. Other likely copies are stored and
+        linked with `similar_to`, in the same transaction as the drawer.
         """
-        wing, _ = self._ensure_wing(wing_ref)
-        room, _ = self._ensure_room(wing, room_ref)
-        digest = drawers.content_hash(filing.content)
-        existing = self._existing_copy(room, filing, digest)
-        if existing is not None:
-            return existing, False
+        (filed,) = self.file_batch(ctx, [(wing_ref, room_ref, filing)])
+        if filed.error is not None:
+            raise filed.error
+        assert filed.drawer is not None
+        return filed.drawer, filed.created
+
+    def file_batch(
+        self, ctx: RequestContext, entries: list[tuple[str, str, Filing]]
+    ) -> list[Filed]:
+        """File several drawers in one transaction, each judged as `file` would, also against
+        the ones before it in the batch. An entry that cannot be filed (a name held by other
+        content) carries its error and does not stop the others."""
+        places: dict[tuple[str, str], dict[str, Any]] = {}
+        rooms = []
+        for wing_ref, room_ref, _ in entries:
+            if (wing_ref, room_ref) not in places:
+                wing, _ = self._ensure_wing(wing_ref)
+                places[(wing_ref, room_ref)] = self._ensure_room(wing, room_ref)[0]
+            rooms.append(places[(wing_ref, room_ref)])
+        records = [
+            self._record(ctx, room["wing"], room, filing)
+            for room, (_, _, filing) in zip(rooms, entries, strict=True)
+        ]
+        stored_candidates = (
+            self.repository.copy_candidates(
+                [(record, entry[2].agent) for record, entry in zip(records, entries, strict=True)]
+            )
+            if self.dedup.enabled
+            else [[] for _ in records]
+        )
+        outcomes: list[Filed] = []
+        batch: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+        for record, room, (_, _, filing), stored in zip(
+            records, rooms, entries, stored_candidates, strict=True
+        ):
+            same_room = [pending for pending, _ in batch if pending["room"] == record["room"]]
+            earlier = [
+                pending
+                for pending in same_room
+                if (filing.agent is None or pending["source"].get("agent") == filing.agent)
+                and dedup.shares_a_key(record, pending)
+            ]
+            candidates = [*stored, *earlier]
+            try:
+                existing = self._existing_copy(room, filing, record, candidates, same_room)
+            except DrawerNameTaken as error:
+                outcomes.append(Filed(None, False, error))
+                continue
+            if existing is not None:
+                outcomes.append(Filed(existing, False))
+                continue
+            batch.append((record, self._links(record, candidates)))
+            outcomes.append(Filed(record, True))
+        if not batch:
+            return outcomes
+        try:
+            created = self.repository.create_drawers(batch)
+        except UniqueViolation:
+            if len(entries) == 1:
+                # Another request took the name between our check and our write.
+                return self.file_batch(ctx, entries)
+            return [self.file_batch(ctx, [entry])[0] for entry in entries]
+        for drawer in created:
+            self._announce_drawer(drawer, "created")
+        stored = {drawer["id"]: drawer for drawer in created}
+        return [
+            Filed(stored.get(outcome.drawer["id"], outcome.drawer), True)
+            if outcome.created and outcome.drawer is not None
+            else outcome
+            for outcome in outcomes
+        ]
+
+    def _record(
+        self, ctx: RequestContext, wing_id: str, room: Mapping[str, Any], filing: Filing
+    ) -> dict[str, Any]:
         now = self.clock()
         record: dict[str, Any] = {
             "id": filing.drawer_id or str(uuid.uuid4()),
-            "wing": wing["id"],
+            "wing": wing_id,
             "room": room["id"],
-            "content": filing.content,
-            "content_hash": digest,
-            "fingerprint": drawers.fingerprint(filing.content),
+            **_derived(filing.content),
             "source": filing.source,
             "tags": filing.tags,
             "provenance": {"requested_by": ctx.requested_by, "job_id": filing.job_id},
@@ -406,17 +500,7 @@ class PalaceService:
         }
         if filing.name is not None:
             record["name"] = filing.name
-        try:
-            created = self.repository.create_drawer(record)
-        except UniqueViolation:
-            # Another request took the name between our check and our write.
-            existing = self._existing_copy(room, filing, digest)
-            if existing is None:
-                raise
-            return existing, False
-        self._link_copies(created, filing)
-        self._announce_drawer(created, "created")
-        return created, True
+        return record
 
     def _announce_drawer(self, drawer: Mapping[str, Any], action: str) -> None:
         self.events.publish(
@@ -424,15 +508,24 @@ class PalaceService:
         )
 
     def _existing_copy(
-        self, room: Mapping[str, Any], filing: Filing, digest: str
+        self,
+        room: Mapping[str, Any],
+        filing: Filing,
+        record: Mapping[str, Any],
+        candidates: list[dict[str, Any]],
+        same_room: list[dict[str, Any]],
     ) -> dict[str, Any] | None:
         """The drawer that makes this write a no-op, or None; a name held by other content
-        raises `DrawerNameTaken`."""
+        (stored, or earlier in the batch: `same_room`) raises `DrawerNameTaken`."""
+        digest = record["content_hash"]
         if filing.name is None:
             if filing.keep_copy or not self.dedup.enabled:
                 return None
-            return self.repository.current_drawer_with_hash(room["id"], digest, filing.agent)
-        holder = self.repository.drawer_by_name(room["id"], filing.name)
+            copies = [row for row in candidates if row["content_hash"] == digest]
+            return min(copies, key=lambda row: row["created_at"]) if copies else None
+        holder = next(
+            (row for row in same_room if row.get("name") == filing.name), None
+        ) or self.repository.drawer_by_name(room["id"], filing.name)
         if holder is None:
             return None
         if holder["content_hash"] != digest:
@@ -441,29 +534,34 @@ class PalaceService:
             )
         return holder
 
-    def _link_copies(self, drawer: Mapping[str, Any], filing: Filing) -> None:
-        """Link the new drawer to the drawers valid in its room that it likely copies."""
-        if not self.dedup.enabled:
-            return
-        normalized = dedup.normalize(drawer["content"])
-        words = dedup.query_words(drawer["content"])
-        if len(normalized) < dedup.NEAR_MIN_CHARS:
-            words = []
-        candidates = self.repository.copy_candidates(drawer, words, dedup.CANDIDATES, filing.agent)
+    def _links(
+        self, record: Mapping[str, Any], candidates: list[dict[str, Any]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The `similar_to` edges from a new drawer to the likely copies among `candidates`."""
+        normalized = dedup.normalize(record["content"])
+        links = []
         for older in candidates:
-            verdict = dedup.judge(drawer, older, self.dedup.near_threshold, normalized)
+            verdict = dedup.judge(record, older, self.dedup.near_threshold, normalized)
             if verdict is None:
                 continue
-            self.repository.link_similar(
-                drawer["id"],
-                older["id"],
-                {
-                    "kind": verdict.kind,
-                    "similarity": verdict.similarity,
-                    "signals": verdict.signals,
-                    "created_at": drawer["created_at"],
-                },
+            edge = {
+                "kind": verdict.kind,
+                "similarity": verdict.similarity,
+                "signals": verdict.signals,
+                "created_at": record["created_at"],
+            }
+            links.append((older["id"], edge))
+        return links
+
+    def backfill_dedup_keys(self) -> int:
+        """Give drawers filed before deduplication their blocking keys; run at start-up."""
+        filled = 0
+        while rows := self.repository.drawers_without_dedup_keys(BACKFILL_BATCH):
+            self.repository.set_dedup_keys(
+                [{"id": row["id"], **dedup.blocking_keys(row["content"])} for row in rows]
             )
+            filled += len(rows)
+        return filled
 
     def duplicates(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
         """The drawers linked to this one as likely copies, older and newer."""
@@ -523,10 +621,9 @@ class PalaceService:
                 "id": str(uuid.uuid4()),
                 "wing": old["wing"],
                 "room": old["room"],
-                "content": content,
-                "content_hash": drawers.content_hash(content),
-                "fingerprint": drawers.fingerprint(content),
-                "source": {"kind": "manual"},
+                **_derived(content),
+                # Still the same memory, from the same source (a diary entry stays its agent's).
+                "source": old.get("source") or {"kind": "manual"},
                 "tags": old.get("tags", []) if tags is None else tags,
                 "provenance": {"requested_by": ctx.requested_by, "job_id": None},
                 "valid_from": now,
@@ -544,7 +641,10 @@ class PalaceService:
             return {"superseded": drawer_view(closed), "replacement": None}
         created = self.repository.drawer_by_id(replacement["id"])
         assert created is not None
-        self._link_copies(created, Filing(content=content or ""))
+        if self.dedup.enabled:
+            (candidates,) = self.repository.copy_candidates([(created, None)])
+            for older, edge in self._links(created, candidates):
+                self.repository.link_similar(created["id"], older, edge)
         self._announce_drawer(created, "created")
         return {"superseded": drawer_view(closed), "replacement": drawer_view(created)}
 

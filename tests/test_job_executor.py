@@ -709,7 +709,10 @@ def test_a_final_write_after_the_lease_was_taken_is_refused(h: Harness) -> None:
 def test_fenced_update_needs_the_lease_and_a_running_job(h: Harness) -> None:
     job = h.insert_running(expires_in=60.0)
     assert h.repository.fenced_update(job["id"], "memcastle-someone", {"x": 1}) is None
-    assert h.repository.fenced_update(job["id"], OTHER_WORKER, {"x": 1})["x"] == 1
+    state = h.repository.fenced_update(job["id"], OTHER_WORKER, {"x": 1})
+    assert state is not None and state["status"] == "running"
+    assert "kind" in state and "checkpoint" not in state, "the state, not the whole record"
+    assert h.row(job["id"])["x"] == 1
     h.set(job["id"], "status = 'paused'")
     assert h.repository.fenced_update(job["id"], OTHER_WORKER, {"x": 2}) is None
     assert h.row(job["id"])["x"] == 1
