@@ -34,9 +34,9 @@ SOURCE_KINDS = ("file", "manual")
 FACT_OPS = ("add", "supersede", "invalidate", "link")
 LINK_KINDS = ("confirms", "contradicts", "refines")
 MAX_ITEMS = 10_000
-# Items filed per transaction and checkpoint: 25 at a time filed 1,000 items about three times as
-# fast as one at a time, each item's own synced write and checkpoint being most of its cost
-# (docs/benchmarks.md).
+# Items filed per transaction and checkpoint. Measured in-process on a 2-core machine, 1,000 items
+# into an empty room with synced writes: 51 items/s one at a time, 364 items/s 25 at a time; an
+# item's own synced write and checkpoint save were most of its cost.
 CHUNK = 25
 
 
