@@ -161,20 +161,6 @@ class PalaceRepository:
         )[-1]
         return rows[0] if rows else None
 
-    def current_drawer_with_hash(
-        self, room_id: str, digest: str, agent: str | None = None
-    ) -> dict[str, Any] | None:
-        """The oldest drawer of this room (of this agent, for a diary) with exactly this
-        content that is valid now."""
-        # Not `ORDER BY created_at` in the query: the engine then walks the room's
-        # (room, created_at) index instead of (room, content_hash), 240 ms in a room of 20,000.
-        rows = self.store.one(
-            "SELECT * FROM drawer WHERE room = $room AND content_hash = $hash "
-            f"AND {CURRENT}{' AND source.agent = $agent' if agent is not None else ''}",
-            {"room": room_id, "hash": digest, "agent": agent},
-        )
-        return min(rows, key=lambda row: row["created_at"]) if rows else None
-
     def copy_candidates(
         self, drawers: list[tuple[Mapping[str, Any], str | None]]
     ) -> list[list[dict[str, Any]]]:

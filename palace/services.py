@@ -250,6 +250,20 @@ class PalaceService:
         self.events.publish("room", "created", id=room["id"], wing=wing["id"])
         return room, True
 
+    def _ensure_place(
+        self, wing_ref: str, room_ref: str, description: str | None = None
+    ) -> tuple[dict, bool]:
+        """The room `room_ref` of wing `wing_ref`, both created when missing; `(room, created)`.
+
+        A new room's name is checked before its new wing is created, so a refused name leaves
+        nothing behind."""
+        try:
+            wing = self.find_wing(wing_ref)
+        except WingNotFound:
+            check_room_name(room_ref)
+            wing, _ = self._ensure_wing(wing_ref)
+        return self._ensure_room(wing, room_ref, description)
+
     # Wings
 
     def list_wings(self, ctx: RequestContext) -> dict[str, Any]:
@@ -310,12 +324,11 @@ class PalaceService:
         refuse_unknown(body, HIERARCHY_FIELDS)
         name = _required_name(body)
         description = optional_text(body, "description")
-        wing, _ = self._ensure_wing(wing_ref)
-        room, created = self._ensure_room(wing, name, description)
+        room, created = self._ensure_place(wing_ref, name, description)
         count = (
             0
             if created
-            else self.repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
+            else self.repository.room_drawer_counts(room["wing"], [room["id"]])[room["id"]]
         )
         return {**room_view(room, count), "created": created}
 
@@ -426,8 +439,7 @@ class PalaceService:
         rooms = []
         for wing_ref, room_ref, _ in entries:
             if (wing_ref, room_ref) not in places:
-                wing, _ = self._ensure_wing(wing_ref)
-                places[(wing_ref, room_ref)] = self._ensure_room(wing, room_ref)[0]
+                places[(wing_ref, room_ref)] = self._ensure_place(wing_ref, room_ref)[0]
             rooms.append(places[(wing_ref, room_ref)])
         records = [
             self._record(ctx, room["wing"], room, filing)
