@@ -9,6 +9,7 @@ drawer is a no-op).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,7 +90,7 @@ def parse_repair(body: Mapping[str, Any]) -> dict[str, Any]:
 def _completed_audit(raw: object) -> str:
     if not isinstance(raw, str) or not is_uuid(raw):
         raise BasedOnJobInvalid("based_on_job", "must be the UUID of a completed audit job")
-    audit = runtime.current().jobs.repository.get(raw.lower())
+    audit = runtime.current().jobs.repository.get(str(uuid.UUID(raw)))
     if audit is None or audit["kind"]["type"] != "audit" or audit["status"] != Status.COMPLETED:
         raise BasedOnJobInvalid(
             "based_on_job",
@@ -103,13 +104,12 @@ def run_repair(job: JobRun) -> dict[str, Any]:
     palace = runtime.current().palace
     store = job.store
     orphans = store.one(
-        "SELECT id, wing, room FROM drawer WHERE !record::exists(type::record('room', room))"
+        "SELECT id, wing, room, created_at FROM drawer "
+        "WHERE !record::exists(type::record('room', room))"
     )
     based_on = job.params.get("based_on_job")
     if based_on is not None:
-        audit = runtime.current().jobs.repository.get(based_on) or {}
-        found = set(((audit.get("result") or {}).get("orphan_drawers") or {}).get("ids", []))
-        orphans = [drawer for drawer in orphans if drawer["id"] in found]
+        orphans = _found_by(runtime.current().jobs.repository.get(based_on) or {}, orphans)
     planned = [drawer["id"] for drawer in orphans]
     deleted = 0
     if not job.params["dry_run"]:
@@ -123,6 +123,16 @@ def run_repair(job: JobRun) -> dict[str, Any]:
         "deleted": deleted,
         "based_on_job": based_on,
     }
+
+
+def _found_by(audit: Mapping[str, Any], orphans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live orphans the audit found: by id when its report lists them all, else those
+    filed before the audit ran (its report lists at most `LISTED` ids)."""
+    report = (audit.get("result") or {}).get("orphan_drawers") or {}
+    if report.get("count", 0) <= len(report.get("ids", [])):
+        listed = set(report.get("ids", []))
+        return [drawer for drawer in orphans if drawer["id"] in listed]
+    return [drawer for drawer in orphans if drawer["created_at"] <= audit["started_at"]]
 
 
 AUDIT = kinds.register(
