@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,9 +21,10 @@ def content_hash(content: str) -> str:
 def fingerprint(content: str) -> str:
     """SHA-256 of the content with case, punctuation and whitespace ignored.
 
-    Accents are not folded: `resume` and `résumé` stay different.
+    Accents are not folded: `resume` and `résumé` stay different, however `é` is encoded.
     """
-    kept = "".join(char for char in content.casefold() if char.isalnum())
+    composed = unicodedata.normalize("NFC", content)
+    kept = "".join(char for char in composed.casefold() if char.isalnum())
     return hashlib.sha256(kept.encode("utf-8")).hexdigest()
 
 
