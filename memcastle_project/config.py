@@ -148,44 +148,40 @@ def _store_sync(raw: object) -> str:
     raise ValueError("`every`, `never` or an interval over 100ms such as `500ms`, `5s`, `1m`")
 
 
-def _int_range(low: int, high: int) -> Callable[[object], int]:
-    def parse(raw: object) -> int:
-        if not isinstance(raw, bool) and isinstance(raw, (int, str)):
-            try:
-                number = int(raw)
-            except ValueError:
-                number = low - 1
-            if low <= number <= high:
-                return number
-        raise ValueError(f"a whole number from {low} to {high}")
+def _ranged(
+    convert: Callable[[Any], float], low: float, high: float, expected: str
+) -> Callable[[object], float]:
+    """A number from `low` to `high`, given as a TOML number or a string (the environment)."""
 
-    return parse
-
-
-def _seconds(raw: object) -> float:
-    """A positive number of seconds, fractions allowed (tests shorten waits this way)."""
-    if not isinstance(raw, bool) and isinstance(raw, (int, float, str)):
-        try:
-            seconds = float(raw)
-        except ValueError:
-            seconds = 0.0
-        if 0.01 <= seconds <= 3600:
-            return seconds
-    raise ValueError("a number of seconds from 0.01 to 3600")
-
-
-def _fraction(low: float, high: float) -> Callable[[object], float]:
     def parse(raw: object) -> float:
         if not isinstance(raw, bool) and isinstance(raw, (int, float, str)):
             try:
-                number = float(raw)
+                number = convert(raw)
             except ValueError:
                 number = low - 1
             if low <= number <= high:
                 return number
-        raise ValueError(f"a number from {low} to {high}")
+        raise ValueError(expected)
 
     return parse
+
+
+def _whole(raw: Any) -> int:
+    if isinstance(raw, float):
+        raise ValueError("not a whole number")
+    return int(raw)
+
+
+def _int_range(low: int, high: int) -> Callable[[object], float]:
+    return _ranged(_whole, low, high, f"a whole number from {low} to {high}")
+
+
+def _fraction(low: float, high: float) -> Callable[[object], float]:
+    return _ranged(float, low, high, f"a number from {low} to {high}")
+
+
+# Fractions allowed: tests shorten waits this way.
+_seconds = _ranged(float, 0.01, 3600, "a number of seconds from 0.01 to 3600")
 
 
 def _broker_url(raw: object) -> str:
