@@ -32,6 +32,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/hierarchy.py
 	$(BIN)/python bench/jobs.py
+	$(BIN)/python bench/writes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -180,6 +180,7 @@ def run(job: JobRun) -> dict[str, Any]:
     ctx = RequestContext.build(requested_by=job.requested_by)
     items = job.params["payload"]["items"]
     state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
+    places: dict[tuple[str, str], dict[str, Any]] = {}
     while (start := state["next_index"]) < len(items):
         indexes = range(start, min(start + CHUNK, len(items)))
         ids = {index: unit_id(job.job_id, f"checkpoint-drawer:{index}") for index in indexes}
@@ -190,7 +191,7 @@ def run(job: JobRun) -> dict[str, Any]:
             if ids[index] not in stored
         ]
         pending = [index for index in indexes if ids[index] not in stored]
-        for index, filed in zip(pending, palace.file_batch(ctx, entries), strict=True):
+        for index, filed in zip(pending, palace.file_batch(ctx, entries, places), strict=True):
             if filed.error is not None:
                 state["failed"] = [*state["failed"], {"index": index, "error": filed.error.message}]
             elif not filed.created:

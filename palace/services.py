@@ -430,12 +430,19 @@ class PalaceService:
         return filed.drawer, filed.created
 
     def file_batch(
-        self, ctx: RequestContext, entries: list[tuple[str, str, Filing]]
+        self,
+        ctx: RequestContext,
+        entries: list[tuple[str, str, Filing]],
+        places: dict[tuple[str, str], dict[str, Any]] | None = None,
     ) -> list[Filed]:
         """File several drawers in one transaction, each judged as `file` would, also against
         the ones before it in the batch. An entry that cannot be filed (a name held by other
-        content) carries its error and does not stop the others."""
-        places: dict[tuple[str, str], dict[str, Any]] = {}
+        content) carries its error and does not stop the others.
+
+        `places` keeps the rooms resolved by `(wing, room)` across batches: a checkpoint job
+        resolves each of its destinations once (the deletes it would race are refused while it
+        is pending)."""
+        places = {} if places is None else places
         rooms = []
         for wing_ref, room_ref, _ in entries:
             if (wing_ref, room_ref) not in places:
