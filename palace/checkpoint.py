@@ -36,8 +36,10 @@ LINK_KINDS = ("confirms", "contradicts", "refines")
 MAX_ITEMS = 10_000
 # Items filed per transaction and checkpoint. Measured in-process on a 2-core machine, 1,000 items
 # into an empty room with synced writes: 51 items/s one at a time, 364 items/s 25 at a time; an
-# item's own synced write and checkpoint save were most of its cost.
-CHUNK = 25
+# item's own synced write and checkpoint save were most of its cost. At 25, the checkpoint saves
+# of a 1,000-item job (each rewrites the job's row, payload included) were still 23% of its
+# time (docs/benchmarks.md); 100 items take about 0.2 s, so a pause still lands quickly.
+CHUNK = 100
 
 
 def _refuse(index: int | None, problem: str) -> InputInvalid:

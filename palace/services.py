@@ -38,7 +38,7 @@ SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
 # Drawers given their deduplication keys per query at start-up.
 BACKFILL_BATCH = 500
 # Fields kept for the daemon's own lookups, never shown.
-INTERNAL_FIELDS = ("dedup_head", "dedup_tail")
+INTERNAL_FIELDS = ("dedup_head", "dedup_tail", "dedup_keyed")
 # The most versions a history walks in each direction.
 HISTORY_LIMIT = 1000
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
@@ -100,6 +100,8 @@ def _derived(content: str) -> dict[str, Any]:
         "content_hash": drawers.content_hash(content),
         "fingerprint": drawers.fingerprint(content),
         **dedup.blocking_keys(content),
+        # Listed in `dedup_key` in the same transaction as the drawer is created.
+        "dedup_keyed": True,
     }
 
 
@@ -577,7 +579,15 @@ class PalaceService:
         filled = 0
         while rows := self.repository.drawers_without_dedup_keys(BACKFILL_BATCH):
             self.repository.set_dedup_keys(
-                [{"id": row["id"], **dedup.blocking_keys(row["content"])} for row in rows]
+                [
+                    {
+                        "id": row["id"],
+                        "room": row["room"],
+                        "fingerprint": row["fingerprint"],
+                        **dedup.blocking_keys(row["content"]),
+                    }
+                    for row in rows
+                ]
             )
             filled += len(rows)
         return filled

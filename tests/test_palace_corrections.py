@@ -20,7 +20,7 @@ from memcastle_project.config import DedupConfig
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid, ModeForbidden
 from memcastle_project.store import Store
-from palace import checkpoint
+from palace import checkpoint, dedup, drawers
 from palace.journal import JournalService
 from palace.names import PathInvalid
 from palace.repository import PalaceRepository
@@ -531,6 +531,8 @@ def test_the_store_refuses_to_close_a_drawer_twice(
         "wing": old["wing"],
         "room": old["room"],
         "content": OTHER,
+        "fingerprint": drawers.fingerprint(OTHER),
+        **dedup.blocking_keys(OTHER),
         "supersedes": old["id"],
     }
     assert palace.repository.supersede(old["id"], replacement, at) is None
