@@ -445,6 +445,11 @@ class PalaceService:
         resolves each of its destinations once (the deletes it would race are refused while it
         is pending)."""
         places = {} if places is None else places
+        missing = {(wing, room) for wing, room, _ in entries} - set(places)
+        if missing:
+            # Existing rooms by name, all in one query; the rest one by one (created, or named by
+            # id).
+            places.update(self.repository.rooms_by_names(missing))
         rooms = []
         for wing_ref, room_ref, _ in entries:
             if (wing_ref, room_ref) not in places:
