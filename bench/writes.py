@@ -687,7 +687,7 @@ class Profiler:
 
 
 def caller() -> str:
-    """The first function outside the store that asked: `PalaceRepository.create_drawer`."""
+    """The first function outside the store that asked: `PalaceRepository.create_drawers`."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename

@@ -29,8 +29,6 @@ DIARY_LIMIT = 20
 WAKE_UP_ITEMS = 10
 WAKE_UP_BYTES = 8192
 MAX_WAKE_UP_BYTES = 1_048_576
-# The id `_wing_id` gives a wing that does not exist.
-MISSING = "\x00missing"
 
 
 def _required_text(data: Mapping[str, Any], field: str) -> str:
@@ -98,12 +96,8 @@ class JournalService:
         ctx.require_read("diary_read")
         agent = _agent(agent_identity)
         page_size = parse_limit(limit, default=DIARY_LIMIT)
-        wing_id = self._wing_id(wing)
-        entries = (
-            []
-            if wing_id is MISSING
-            else self.palace.repository.diary_entries(agent, wing_id, page_size)
-        )
+        exists, wing_id = self._wing_scope(wing)
+        entries = self.palace.repository.diary_entries(agent, wing_id, page_size) if exists else []
         return {
             "agent_identity": agent,
             "wing": wing or None,
@@ -128,10 +122,10 @@ class JournalService:
         budget = parse_limit(
             max_bytes, default=WAKE_UP_BYTES, field="max_bytes", cap=MAX_WAKE_UP_BYTES
         )
-        wing_id = self._wing_id(wing)
+        exists, wing_id = self._wing_scope(wing)
         diary = None
         highlights: list[dict[str, Any]] = []
-        if wing_id is MISSING:
+        if not exists:
             return {"diary": None, "recent_highlights": [], "generated_at": self.palace.clock()}
         if wing_id is not None:
             newest = self.palace.repository.diary_entries(agent, wing_id, 1)
@@ -149,14 +143,15 @@ class JournalService:
             "generated_at": self.palace.clock(),
         }
 
-    def _wing_id(self, wing: object) -> str | None:
-        """The id of the wing named (or identified by) `wing`; None when no wing is asked for,
-        `MISSING` when it does not exist: a wing nobody wrote to yet reads as empty."""
+    def _wing_scope(self, wing: object) -> tuple[bool, str | None]:
+        """`(exists, wing id)` of the wing named (or identified by) `wing`; `(True, None)` when
+        no wing is asked for (every wing). A wing nobody wrote to yet does not exist, and reads
+        as empty rather than as an error."""
         if wing is None or wing == "":
-            return None
+            return True, None
         if not isinstance(wing, str):
             raise InputInvalid("wing", "must be a wing's name")
         try:
-            return self.palace.find_wing(wing)["id"]
+            return True, self.palace.find_wing(wing)["id"]
         except WingNotFound:
-            return MISSING
+            return False, None

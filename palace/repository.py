@@ -251,9 +251,10 @@ class PalaceRepository:
 
     def create_drawers(
         self, batch: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]]
-    ) -> list[dict[str, Any]]:
+    ) -> None:
         """Create drawers and their `similar_to` links to older drawers, and list them in
-        `dedup_key`, in one transaction; returns the records.
+        `dedup_key`, in one transaction. They are not read back (that cost 0.3 ms a drawer):
+        the records are what was stored.
 
         Raises `UniqueViolation` when a drawer's name is taken in its room.
         """
@@ -273,9 +274,7 @@ class PalaceRepository:
         variables["keys"] = _keys([record for record, _ in batch])
         statements.append(KEY_UPSERT)
         try:
-            # The records are what was stored: reading them back cost 0.3 ms a drawer.
             self.store.transaction("".join(statements), variables)
-            return [dict(record) for record, _ in batch]
         except StoreFailed:
             for record, _ in batch:
                 if record.get("name") is not None:
@@ -425,13 +424,6 @@ class PalaceRepository:
             f"SELECT {DRAWER_LISTING_FIELDS} FROM drawer WHERE room = $room "
             "ORDER BY created_at, id LIMIT $limit START $offset",
             {"room": room_id, "limit": limit, "offset": offset},
-        )
-
-    def create_drawer(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Raises `UniqueViolation` when the room has a drawer of that name."""
-        return self.store.one(
-            "CREATE ONLY type::record('drawer', $id) CONTENT $record RETURN AFTER",
-            {"id": record["id"], "record": {k: v for k, v in record.items() if k != "id"}},
         )
 
     def delete_drawer(self, drawer_id: str) -> None:

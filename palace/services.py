@@ -456,7 +456,7 @@ class PalaceService:
                 places[(wing_ref, room_ref)] = self._ensure_place(wing_ref, room_ref)[0]
             rooms.append(places[(wing_ref, room_ref)])
         records = [
-            self._record(ctx, room["wing"], room, filing)
+            self._record(ctx, room, filing)
             for room, (_, _, filing) in zip(rooms, entries, strict=True)
         ]
         stored_candidates = (
@@ -492,29 +492,23 @@ class PalaceService:
         if not batch:
             return outcomes
         try:
-            created = self.repository.create_drawers(batch)
+            self.repository.create_drawers(batch)
         except UniqueViolation:
             if len(entries) == 1:
                 # Another request took the name between our check and our write.
                 return self.file_batch(ctx, entries)
             return [self.file_batch(ctx, [entry])[0] for entry in entries]
-        for drawer in created:
-            self._announce_drawer(drawer, "created")
-        stored = {drawer["id"]: drawer for drawer in created}
-        return [
-            Filed(stored.get(outcome.drawer["id"], outcome.drawer), True)
-            if outcome.created and outcome.drawer is not None
-            else outcome
-            for outcome in outcomes
-        ]
+        for record, _ in batch:
+            self._announce_drawer(record, "created")
+        return outcomes
 
     def _record(
-        self, ctx: RequestContext, wing_id: str, room: Mapping[str, Any], filing: Filing
+        self, ctx: RequestContext, room: Mapping[str, Any], filing: Filing
     ) -> dict[str, Any]:
         now = self.clock()
         record: dict[str, Any] = {
             "id": filing.drawer_id or str(uuid.uuid4()),
-            "wing": wing_id,
+            "wing": room["wing"],
             "room": room["id"],
             **_derived(filing.content),
             "source": filing.source,
