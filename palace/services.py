@@ -475,7 +475,8 @@ class PalaceService:
             earlier = [
                 pending
                 for pending in same_room
-                if (filing.agent is None or pending["source"].get("agent") == filing.agent)
+                if self.dedup.enabled
+                and (filing.agent is None or pending["source"].get("agent") == filing.agent)
                 and dedup.shares_a_key(record, pending)
             ]
             candidates = [*stored, *earlier]

@@ -1373,3 +1373,21 @@ def test_parse_checks_the_job_parameters() -> None:
 )
 def test_destination_of(item: dict, expected: tuple[str, str]) -> None:
     assert checkpoint.destination_of(item) == expected
+
+
+def test_with_deduplication_off_a_batch_links_nothing_within_itself(
+    store: Store, ctx: RequestContext
+) -> None:
+    palace = PalaceService(PalaceRepository(store), dedup_config=DedupConfig(enabled=False))
+    text = "We deploy the backend service every Tuesday morning."
+    filed = palace.file_batch(
+        ctx,
+        [
+            ("w", "r", Filing(content=text)),
+            ("w", "r", Filing(content=text.lower())),
+            ("w", "r", Filing(content=text)),
+        ],
+    )
+    assert [outcome.created for outcome in filed] == [True, True, True]
+    assert len(drawer_ids(store)) == 3
+    assert edges(store) == []
