@@ -433,6 +433,11 @@ def batches(args: argparse.Namespace) -> list[tuple[str, list[Batch]]]:
     ]
 
 
+def queued_batches(args: argparse.Namespace) -> list[Batch]:
+    """Small jobs for the sustained run: the same sizes and mix, other items."""
+    return [batch("queued", n, args.small_items, args) for n in range(args.small_jobs)]
+
+
 # Through a daemon
 
 
@@ -476,10 +481,23 @@ class Phase:
 
 
 @dataclass
+class Sustained:
+    """Small jobs submitted back to back, run while the next ones wait in the queue."""
+
+    label: str
+    items: int
+    jobs: int
+    server_secs: float  # first started_at to last completed_at
+    end_to_end_secs: float  # first POST sent to last completed_at
+    duplicates: int
+
+
+@dataclass
 class DaemonRun:
     mode: str
     start_secs: float
     phases: list[Phase]
+    sustained: Sustained
     links: dict[str, int]
     drawers_after: int
     log_problems: list[str]
@@ -520,6 +538,37 @@ def run_job(
         queue_secs=started - parse_time(record["created_at"]),
         duplicates=record["result"]["duplicates"],
         status=status,
+    )
+
+
+def run_queued(
+    client: httpx.Client, events: EventListener, jobs: list[Batch], label: str, timeout: float
+) -> Sustained:
+    """Submit every job, then wait for them all: throughput with work waiting."""
+    sent = time.time()
+    ids = [
+        ok(
+            client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": job.items}}),
+            201,
+        )["id"]
+        for job in jobs
+    ]
+    records = []
+    for job_id in ids:
+        status = wait_finished(events, job_id, timeout)
+        record = ok(client.get(f"/api/jobs/{job_id}"))
+        if status != "completed":
+            raise RuntimeError(f"checkpoint job {job_id} ended {status}: {record.get('error')}")
+        records.append(record)
+    first_started = min(parse_time(record["started_at"]) for record in records)
+    last_completed = max(parse_time(record["completed_at"]) for record in records)
+    return Sustained(
+        label=label,
+        items=sum(len(job.items) for job in jobs),
+        jobs=len(jobs),
+        server_secs=last_completed - first_started,
+        end_to_end_secs=last_completed - sent,
+        duplicates=sum(record["result"]["duplicates"] for record in records),
     )
 
 
@@ -571,12 +620,17 @@ def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) ->
                             )
                     phase.daemon_cpu_secs = cpu_seconds(daemon.process.pid) - cpu_before
                     phases.append(phase)
+                label = f"{args.small_items:,} items, submitted back to back"
+                print(f"  {label}: {args.small_jobs} jobs", flush=True)
+                sustained = run_queued(
+                    client, events, queued_batches(args), label, args.job_timeout
+                )
         finally:
             events.close()
     finally:
         stop(daemon)
     links, total = count_links(root)
-    return DaemonRun(mode, start_secs, phases, links, total, log_problems(daemon.log()))
+    return DaemonRun(mode, start_secs, phases, sustained, links, total, log_problems(daemon.log()))
 
 
 def stop(daemon: Daemon) -> None:
@@ -818,6 +872,14 @@ def report_daemon(run: DaemonRun) -> None:
             f"    duplicates reported by the jobs: {sum(j.duplicates for j in jobs):,} "
             f"(exact copies sent: {phase.kinds['exact']:,})"
         )
+    sustained = run.sustained
+    print(f"  {sustained.jobs} jobs of {sustained.label}")
+    print(
+        f"    items/s, server (first started_at to last completed_at): "
+        f"{per_sec(sustained.items / sustained.server_secs)}; end to end (first POST sent to "
+        f"last completed_at): {per_sec(sustained.items / sustained.end_to_end_secs)}"
+    )
+    print(f"    duplicates reported by the jobs: {sustained.duplicates:,}")
     print(
         f"  afterwards: {run.drawers_after:,} drawers; similar_to links by kind: "
         f"{dict(sorted(run.links.items())) or 'none'}"
@@ -834,14 +896,20 @@ def verdict(runs: Sequence[DaemonRun]) -> None:
     for run in runs:
         if run.mode != "on":
             continue
-        rates = [(phase.label, phase.rate) for phase in run.phases if phase.label != "warm-up"]
-        worst = min(rate for _, rate in rates)
-        met = "met" if worst >= TARGET_ITEMS_PER_SEC else "MISSED"
-        shown = ", ".join(f"{label}: {per_sec(rate)}" for label, rate in rates)
+        rates = [
+            (f"{phase.label} one at a time", phase.rate)
+            for phase in run.phases
+            if phase.label != "warm-up"
+        ]
+        sustained = run.sustained
+        rates.append((sustained.label, sustained.items / sustained.server_secs))
         print(
             f"\nTarget: at least {TARGET_ITEMS_PER_SEC:,.0f} items/s with deduplication on "
-            f"(server side): {met} ({shown} items/s)"
+            "(server side)"
         )
+        for label, rate in rates:
+            met = "met" if rate >= TARGET_ITEMS_PER_SEC else "MISSED"
+            print(f"  {label}: {per_sec(rate)} items/s, {met}")
 
 
 def report_breakdown(breakdown: Breakdown) -> None:

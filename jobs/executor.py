@@ -246,7 +246,7 @@ class Executor:
     ) -> bool:
         """Write the job's end state, fenced on our lease; with `seen`, only if the row is
         still as read. Returns False when it was not (read it again and retry)."""
-        changes = {**transition(seen or run.row, move, self.clock()), **outcome}
+        changes = {**run.unsaved, **transition(seen or run.row, move, self.clock()), **outcome}
         try:
             if seen is None:
                 row = self.repository.fenced_update(run.job_id, self.worker_id, changes)

@@ -183,10 +183,13 @@ def run(job: JobRun) -> dict[str, Any]:
     items = job.params["payload"]["items"]
     state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
     places: dict[tuple[str, str], dict[str, Any]] = {}
+    # Only the first chunk of a resumed run can have been stored already: a run stops (or
+    # crashes) inside one chunk at most, and the checkpoint names that chunk.
+    replayed = state["next_index"] if job.resumed else None
     while (start := state["next_index"]) < len(items):
         indexes = range(start, min(start + CHUNK, len(items)))
         ids = {index: unit_id(job.job_id, f"checkpoint-drawer:{index}") for index in indexes}
-        stored = palace.repository.existing_drawer_ids(ids.values())
+        stored = palace.repository.existing_drawer_ids(ids.values()) if start == replayed else set()
         entries = [
             (*destination_of(items[index]), _filing(items[index], ids[index], job.job_id))
             for index in indexes
@@ -204,6 +207,7 @@ def run(job: JobRun) -> dict[str, Any]:
             current=indexes.stop,
             total=len(items),
             message=f"item {indexes.stop} of {len(items)}",
+            last=indexes.stop == len(items),
         )
     result: dict[str, Any] = {"items": len(items), "duplicates": state["duplicates"]}
     if state["failed"]:

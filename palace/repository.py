@@ -258,23 +258,24 @@ class PalaceRepository:
 
         Raises `UniqueViolation` when a drawer's name is taken in its room.
         """
-        statements = []
-        variables: dict[str, Any] = {}
-        for n, (record, links) in enumerate(batch):
-            variables[f"id{n}"] = record["id"]
-            variables[f"record{n}"] = _without_id(record)
-            statements.append(f"CREATE type::record('drawer', $id{n}) CONTENT $record{n};")
-            for m, (older, edge) in enumerate(links):
-                variables[f"from{n}_{m}"] = RecordID("drawer", record["id"])
-                variables[f"to{n}_{m}"] = RecordID("drawer", older)
-                variables[f"edge{n}_{m}"] = edge
-                statements.append(
-                    f"RELATE $from{n}_{m}->similar_to->$to{n}_{m} CONTENT $edge{n}_{m};"
-                )
-        variables["keys"] = _keys([record for record, _ in batch])
-        statements.append(KEY_UPSERT)
+        # One INSERT for the drawers and one for their links: a CREATE or RELATE statement
+        # apiece took 7.4 ms for 10 drawers and 2 links here, the two INSERTs 5.4 ms.
+        statements = "INSERT INTO drawer $drawers RETURN NONE;"
+        variables: dict[str, Any] = {
+            "drawers": [record for record, _ in batch],
+            "keys": _keys([record for record, _ in batch]),
+        }
+        edges = [
+            {**edge, "in": RecordID("drawer", record["id"]), "out": RecordID("drawer", older)}
+            for record, links in batch
+            for older, edge in links
+        ]
+        if edges:
+            statements += "INSERT RELATION INTO similar_to $edges RETURN NONE;"
+            variables["edges"] = edges
+        statements += KEY_UPSERT
         try:
-            self.store.transaction("".join(statements), variables)
+            self.store.transaction(statements, variables)
         except StoreFailed:
             for record, _ in batch:
                 if record.get("name") is not None:
