@@ -9,3 +9,4 @@ class JobsConfig(AppConfig):
         # REST views, the worker and the CLI all know the same kinds.
         from jobs import demo  # noqa: F401
         from palace import checkpoint, maintenance  # noqa: F401
+        from sources import mining  # noqa: F401

@@ -231,6 +231,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dedup.enabled", True, _bool, "MEMCASTLE_DEDUP_ENABLED"),
     Setting("dedup.near_threshold", 0.9, _fraction(0.5, 1.0), "MEMCASTLE_DEDUP_NEAR_THRESHOLD"),
     Setting("events.keepalive_secs", 15.0, _seconds, "MEMCASTLE_EVENTS_KEEPALIVE_SECS"),
+    Setting("mining.chunk_chars", 6000, _int_range(200, 100_000), "MEMCASTLE_MINING_CHUNK_CHARS"),
+    Setting(
+        "mining.max_file_bytes",
+        2_097_152,
+        _int_range(1, 67_108_864),
+        "MEMCASTLE_MINING_MAX_FILE_BYTES",
+    ),
+    Setting(
+        "mining.max_documents",
+        2000,
+        _int_range(1, 1_000_000),
+        "MEMCASTLE_MINING_MAX_DOCUMENTS",
+    ),
 )
 
 
@@ -271,6 +284,13 @@ class DedupConfig:
 
 
 @dataclass(frozen=True)
+class MiningConfig:
+    chunk_chars: int = 6000
+    max_file_bytes: int = 2_097_152
+    max_documents: int = 2000
+
+
+@dataclass(frozen=True)
 class Config:
     palace_path: Path
     bind: str
@@ -285,6 +305,7 @@ class Config:
     jobs: JobsConfig
     events_keepalive_secs: float
     dedup: DedupConfig
+    mining: MiningConfig = MiningConfig()
 
     def __repr__(self) -> str:
         return (
@@ -386,6 +407,11 @@ def load_config(
         dedup=DedupConfig(
             enabled=values["dedup.enabled"],  # type: ignore[arg-type]
             near_threshold=values["dedup.near_threshold"],  # type: ignore[arg-type]
+        ),
+        mining=MiningConfig(
+            chunk_chars=values["mining.chunk_chars"],  # type: ignore[arg-type]
+            max_file_bytes=values["mining.max_file_bytes"],  # type: ignore[arg-type]
+            max_documents=values["mining.max_documents"],  # type: ignore[arg-type]
         ),
     )
 

@@ -21,6 +21,7 @@ from memcastle_project.store import Store
 from palace.journal import JournalService
 from palace.repository import PalaceRepository
 from palace.services import PalaceService
+from sources.services import SourceService
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Runtime:
     events: EventBus
     executor: Executor
     jobs: JobService
+    sources: SourceService
     bind_addr: str = ""
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     pid: int = field(default_factory=os.getpid)
@@ -52,6 +54,7 @@ class Runtime:
             events=events,
             executor=executor,
             jobs=JobService(executor),
+            sources=SourceService(store, config.mining),
         )
 
 

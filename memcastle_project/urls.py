@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from jobs import views as jobs
 from memcastle_project import streams, views
 from palace import views as palace
+from sources import views as sources
 
 urlpatterns = [
     path("api/health", views.HealthView.as_view()),
@@ -36,6 +37,7 @@ urlpatterns = [
         r"^api/jobs/(?P<job_id>[^/]+)/(?P<action>pause|resume|cancel|force-cancel|retry)$",
         jobs.JobControlView.as_view(),
     ),
+    path("api/sources", sources.SourcesView.as_view()),
     path("api/events", streams.events),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),

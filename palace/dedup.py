@@ -28,6 +28,9 @@ KEY_CHARS = 24
 
 # Letters and digits: an underscore is punctuation here.
 _WORD = re.compile(r"[^\W_]+")
+_ASCII_SEPARATORS = str.maketrans(
+    {chr(code): " " for code in range(128) if not chr(code).isalnum()}
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class Verdict:
 def normalize(content: str) -> str:
     """Case folded, punctuation dropped, whitespace collapsed; accents kept (composed first, so
     a decomposed `é` is not read as `e` and a mark)."""
+    if content.isascii():
+        # The same words, ten times faster: ASCII is its own NFC and folds by lowercasing.
+        return " ".join(content.lower().translate(_ASCII_SEPARATORS).split())
     return " ".join(_WORD.findall(unicodedata.normalize("NFC", content).casefold()))
 
 

@@ -202,6 +202,25 @@ class PalaceRepository:
         )
         return rows[0] if rows else None
 
+    def drawers_by_names(
+        self, places: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """The drawers holding these `(room id, name)` pairs, in one round trip: a statement a
+        pair (50 took 16 ms here); `name IN [...]` scanned the whole room (222 ms)."""
+        pairs = sorted(set(places))
+        if not pairs:
+            return {}
+        variables: dict[str, Any] = {}
+        statements = []
+        for n, (room, name) in enumerate(pairs):
+            variables[f"room{n}"], variables[f"name{n}"] = room, name
+            statements.append(f"SELECT * FROM drawer WHERE room = $room{n} AND name = $name{n};")
+        found = {}
+        for rows in self.store.query("".join(statements), variables):
+            for row in rows:
+                found[(row["room"], row["name"])] = row
+        return found
+
     def drawer_at(self, wing: str, room: str, name: str) -> dict[str, Any] | None:
         """The drawer at `wing/room/name`, all three by name, in one round trip."""
         rows = self.store.query(

@@ -163,6 +163,17 @@ class Filed:
     drawer: dict[str, Any] | None
     created: bool
     error: MemCastleError | None = None
+    # How many likely copies the new drawer was linked to.
+    similar: int = 0
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A drawer closed and the replacement filed from the same instant."""
+
+    closed: dict[str, Any]
+    replacement: dict[str, Any]
+    similar: int = 0
 
 
 class PalaceService:
@@ -466,6 +477,11 @@ class PalaceService:
             if self.dedup.enabled
             else [[] for _ in records]
         )
+        holders = self.repository.drawers_by_names(
+            (room["id"], filing.name)
+            for room, (_, _, filing) in zip(rooms, entries, strict=True)
+            if filing.name is not None
+        )
         outcomes: list[Filed] = []
         batch: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
         for record, room, (_, _, filing), stored in zip(
@@ -481,15 +497,16 @@ class PalaceService:
             ]
             candidates = [*stored, *earlier]
             try:
-                existing = self._existing_copy(room, filing, record, candidates, same_room)
+                existing = self._existing_copy(room, filing, record, candidates, same_room, holders)
             except DrawerNameTaken as error:
                 outcomes.append(Filed(None, False, error))
                 continue
             if existing is not None:
                 outcomes.append(Filed(existing, False))
                 continue
-            batch.append((record, self._links(record, candidates)))
-            outcomes.append(Filed(record, True))
+            links = self._links(record, candidates)
+            batch.append((record, links))
+            outcomes.append(Filed(record, True, similar=len(links)))
         if not batch:
             return outcomes
         try:
@@ -535,9 +552,11 @@ class PalaceService:
         record: Mapping[str, Any],
         candidates: list[dict[str, Any]],
         same_room: list[dict[str, Any]],
+        holders: Mapping[tuple[str, str], dict[str, Any]],
     ) -> dict[str, Any] | None:
         """The drawer that makes this write a no-op, or None; a name held by other content
-        (stored, or earlier in the batch: `same_room`) raises `DrawerNameTaken`."""
+        (stored: `holders` by room and name, or earlier in the batch: `same_room`) raises
+        `DrawerNameTaken`."""
         digest = record["content_hash"]
         if filing.name is None:
             if filing.keep_copy or not self.dedup.enabled:
@@ -546,7 +565,7 @@ class PalaceService:
             return min(copies, key=lambda row: row["created_at"]) if copies else None
         holder = next(
             (row for row in same_room if row.get("name") == filing.name), None
-        ) or self.repository.drawer_by_name(room["id"], filing.name)
+        ) or holders.get((room["id"], filing.name))
         if holder is None:
             return None
         if holder["content_hash"] != digest:
@@ -559,6 +578,8 @@ class PalaceService:
         self, record: Mapping[str, Any], candidates: list[dict[str, Any]]
     ) -> list[tuple[str, dict[str, Any]]]:
         """The `similar_to` edges from a new drawer to the likely copies among `candidates`."""
+        if not candidates:
+            return []
         normalized = dedup.normalize(record["content"])
         links = []
         for older in candidates:
@@ -641,41 +662,54 @@ class PalaceService:
             drawers.check_content(body["content"]) if body.get("content") is not None else None
         )
         tags = string_list(body, "tags")
-        if old.get("valid_to") is not None:
-            raise DrawerSuperseded(f"drawer {old['id']} was already superseded or invalidated")
+        if content is None:
+            closed = self.retire(old)
+            return {"superseded": drawer_view(closed), "replacement": None}
+        revision = self.revise(
+            ctx,
+            old,
+            # Still the same memory, from the same source (a diary entry stays its agent's).
+            Filing(
+                content=content,
+                tags=old.get("tags", []) if tags is None else tags,
+                source=old.get("source") or {"kind": "manual"},
+            ),
+        )
+        return {
+            "superseded": drawer_view(revision.closed),
+            "replacement": drawer_view(revision.replacement),
+        }
+
+    def revise(self, ctx: RequestContext, old: Mapping[str, Any], filing: Filing) -> Revision:
+        """Close `old` and file `filing` as its replacement from the same instant, in its room
+        and under its name, linked both ways in one transaction. The caller has checked the
+        memory mode. Raises `DrawerSuperseded` when `old` was already closed."""
         now = self.clock()
-        replacement = None
-        if content is not None:
-            replacement = {
-                "id": str(uuid.uuid4()),
-                "wing": old["wing"],
-                "room": old["room"],
-                **_derived(content),
-                # Still the same memory, from the same source (a diary entry stays its agent's).
-                "source": old.get("source") or {"kind": "manual"},
-                "tags": old.get("tags", []) if tags is None else tags,
-                "provenance": {"requested_by": ctx.requested_by, "job_id": None},
-                "valid_from": now,
-                "supersedes": old["id"],
-                "created_at": now,
-                "updated_at": now,
-            }
-            if old.get("name") is not None:
-                replacement["name"] = old["name"]
+        replacement = self._record(ctx, {"id": old["room"], "wing": old["wing"]}, filing)
+        replacement.update(valid_from=now, created_at=now, updated_at=now, supersedes=old["id"])
+        if old.get("name") is not None:
+            replacement["name"] = old["name"]
         closed = self.repository.supersede(old["id"], replacement, now)
         if closed is None:
             raise DrawerSuperseded(f"drawer {old['id']} was already superseded or invalidated")
         self._announce_drawer(closed, "updated")
-        if replacement is None:
-            return {"superseded": drawer_view(closed), "replacement": None}
-        created = self.repository.drawer_by_id(replacement["id"])
-        assert created is not None
+        links = []
         if self.dedup.enabled:
-            (candidates,) = self.repository.copy_candidates([(created, None)])
-            for older, edge in self._links(created, candidates):
-                self.repository.link_similar(created["id"], older, edge)
-        self._announce_drawer(created, "created")
-        return {"superseded": drawer_view(closed), "replacement": drawer_view(created)}
+            (candidates,) = self.repository.copy_candidates([(replacement, None)])
+            links = self._links(replacement, candidates)
+            for older, edge in links:
+                self.repository.link_similar(replacement["id"], older, edge)
+        self._announce_drawer(replacement, "created")
+        return Revision(closed, replacement, similar=len(links))
+
+    def retire(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        """Close `old` with no replacement (it is no longer true); returns it closed. Raises
+        `DrawerSuperseded` when it was already closed."""
+        closed = self.repository.supersede(old["id"], None, self.clock())
+        if closed is None:
+            raise DrawerSuperseded(f"drawer {old['id']} was already superseded or invalidated")
+        self._announce_drawer(closed, "updated")
+        return closed
 
     def history(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
         """Every version of a drawer, oldest first, reached from any one of them."""

@@ -1,0 +1,83 @@
+"""SurrealQL for mined sources and their documents. The only module of `sources` that talks to
+the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from surrealdb import RecordID
+
+from memcastle_project.store import Store
+
+SOURCE_FIELDS = (
+    "record::id(id) AS id, source, account, locator, cursor, last_job, last_run_at, "
+    "created_at, updated_at"
+)
+
+
+def _document_id(source_id: str, external_id: str) -> RecordID:
+    return RecordID("source_document", [source_id, external_id])
+
+
+class SourceRepository:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def ensure(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The source row with `record["id"]`, created from `record` when missing."""
+        fields = {key: value for key, value in record.items() if key != "id"}
+        return self.store.query(
+            "INSERT IGNORE INTO source $record;"
+            f"SELECT {SOURCE_FIELDS} FROM ONLY type::record('source', $id);",
+            {"record": {"id": RecordID("source", record["id"]), **fields}, "id": record["id"]},
+        )[-1]
+
+    def advance(self, source_id: str, cursor: Any, job_id: str, now: dt.datetime) -> None:
+        """Move the cursor (written after the drawers and documents it covers)."""
+        self.store.query(
+            "UPDATE type::record('source', $id) SET cursor = $cursor, last_job = $job, "
+            "last_run_at = $now, updated_at = $now RETURN NONE",
+            {"id": source_id, "cursor": cursor, "job": job_id, "now": now},
+        )
+
+    def documents(self, source_id: str, external_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored documents among `external_ids`, by external id."""
+        ids = [_document_id(source_id, external_id) for external_id in external_ids]
+        if not ids:
+            return {}
+        rows = self.store.one(
+            "SELECT external_id, revision, raw_hash, chunks FROM $ids", {"ids": ids}
+        )
+        return {row["external_id"]: row for row in rows}
+
+    def record_documents(self, source_id: str, documents: list[dict[str, Any]]) -> None:
+        """Write (create or replace) document rows, in one transaction."""
+        if not documents:
+            return
+        rows = [
+            {
+                "id": _document_id(source_id, document["external_id"]),
+                "source": source_id,
+                **document,
+            }
+            for document in documents
+        ]
+        self.store.transaction(
+            "INSERT INTO source_document $rows ON DUPLICATE KEY UPDATE "
+            "revision = $input.revision, raw_hash = $input.raw_hash, title = $input.title, "
+            "metadata = $input.metadata, occurred_at = $input.occurred_at, "
+            "chunks = $input.chunks, acquired_at = $input.acquired_at, job = $input.job "
+            "RETURN NONE;",
+            {"rows": rows},
+        )
+
+    def list_sources(self) -> list[dict[str, Any]]:
+        """Every source mined, oldest first, with its document count."""
+        sources, tallies = self.store.query(
+            f"SELECT {SOURCE_FIELDS} FROM source ORDER BY created_at;"
+            "SELECT source, documents FROM source_documents;"
+        )
+        counts = {tally["source"]: tally["documents"] for tally in tallies}
+        return [{**row, "documents": counts.get(row["id"], 0)} for row in sources]
