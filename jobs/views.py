@@ -56,6 +56,41 @@ SUBMISSION = inline_serializer(
         "fail_at_step": serializers.IntegerField(
             required=False, help_text="demo: this step fails once, so retry can be tried"
         ),
+        "payload": serializers.JSONField(
+            required=False,
+            help_text='checkpoint: {"items": [...]}, or that object JSON-encoded as a string',
+        ),
+        "emergency": serializers.BooleanField(
+            required=False, help_text="checkpoint: run it first (critical priority)"
+        ),
+        "path": serializers.CharField(
+            required=False,
+            help_text="mine: the absolute path of a directory to mine (or give `source`)",
+        ),
+        "source": serializers.CharField(
+            required=False, help_text="mine: the source to mine, as GET /api/sources lists them"
+        ),
+        "locator": serializers.CharField(
+            required=False, help_text="mine: the place the source reads, e.g. a directory"
+        ),
+        "options": serializers.DictField(
+            child=serializers.CharField(),
+            required=False,
+            help_text='mine: the source\'s options, e.g. {"since": "2026-09"}',
+        ),
+        "wing": serializers.CharField(
+            required=False, help_text="mine: the wing to file into (else the source's default)"
+        ),
+        "full": serializers.BooleanField(
+            required=False, help_text="mine: read everything again, not only what changed"
+        ),
+        "scope": serializers.CharField(required=False, help_text="audit: one wing's name"),
+        "dry_run": serializers.BooleanField(
+            required=False, help_text="repair: only plan the deletions (true by default)"
+        ),
+        "based_on_job": serializers.CharField(
+            required=False, help_text="repair: the completed audit whose findings to repair"
+        ),
         "requested_by": serializers.CharField(required=False),
     },
 )

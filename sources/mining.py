@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ PARAMETERS = ("path", "source", "locator", "options", "wing", "full")
 # Documents a unit of work: about 0.1-0.3 s of filing, so a pause lands quickly while the
 # per-batch costs (a document read, a transaction, a checkpoint) stay small.
 BATCH = 50
+# How often a run waiting for its source checks for a pause or cancel.
+WAIT_SLICE_SECS = 0.25
 COUNTS = ("documents", "created", "superseded", "retired", "unchanged", "skipped", "similar")
 
 
@@ -157,6 +160,16 @@ class Pipeline:
         self.room = self.adapter.default_room()
 
     def run(self) -> dict[str, Any]:
+        """Mine the source; a second run of the same place waits for the first to end."""
+        lock = _source_lock(self.source_id)
+        while not lock.acquire(timeout=WAIT_SLICE_SECS):
+            self.job.check()
+        try:
+            return self._run()
+        finally:
+            lock.release()
+
+    def _run(self) -> dict[str, Any]:
         now = utc_now()
         row = self.repository.ensure(
             {
@@ -365,6 +378,18 @@ class Pipeline:
         if self.adapter.capabilities.retains_raw:
             row["raw"] = raw.body
         return row
+
+
+# One run per source at a time in this daemon: two runs of one place would start from the same
+# cursor and file the same new documents twice. (Daemons sharing a remote palace do not see each
+# other's runs; there a second run files copies, linked as such.)
+_source_locks: dict[str, threading.Lock] = {}
+_source_locks_guard = threading.Lock()
+
+
+def _source_lock(source_id: str) -> threading.Lock:
+    with _source_locks_guard:
+        return _source_locks.setdefault(source_id, threading.Lock())
 
 
 def _drawer_name(name: str | None) -> str | None:
