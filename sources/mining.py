@@ -30,7 +30,7 @@ from memcastle_project.clock import utc_now
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
-from palace.services import DrawerSuperseded, Filing, PalaceService
+from palace.services import DrawerSuperseded, Filing, PalaceService, WingNotFound
 from sources import chunking, registry
 from sources.adapters import Adapter, CanonicalDocument, RawDocument, SourceRef, check_options
 
@@ -66,7 +66,8 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
         if body.get("locator") is not None:
             raise InputInvalid("locator", "goes with `source`, not with `path`")
         params.update(path=path)
-        identify(_adapter("directory"), path, options, "path")
+        adapter = _adapter("directory")
+        ref = identify(adapter, path, options, "path")
     else:
         source = body["source"]
         if not isinstance(source, str):
@@ -75,20 +76,40 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
         if locator is not None and not isinstance(locator, str):
             raise InputInvalid("locator", "must be a string")
         params.update(source=source, locator=locator)
-        identify(_adapter(source), locator, options, "locator")
+        adapter = _adapter(source)
+        ref = identify(adapter, locator, options, "locator")
     if options:
         params["options"] = options
     if body.get("wing") is not None:
-        try:
-            params["wing"] = check_wing_name(body["wing"])
-        except PathInvalid as exc:
-            raise InputInvalid("wing", exc.message) from None
+        if not isinstance(body["wing"], str):
+            raise InputInvalid("wing", "must be a wing's name")
+        params["wing"] = _check_wing(body["wing"], given=True)
+    else:
+        _check_wing(adapter.default_wing(ref), given=False)
     full = body.get("full", False)
     if not isinstance(full, bool):
         raise InputInvalid("full", "must be true or false")
     if full:
         params["full"] = True
     return params
+
+
+def _check_wing(name: str, *, given: bool) -> str:
+    """A wing the job may file into: an existing one whatever its name, else a valid new
+    name (`memcastle::palace::path_invalid` otherwise). Checked at submission, so a job never
+    fails on it after it started."""
+    try:
+        return check_wing_name(name)
+    except PathInvalid as exc:
+        try:
+            runtime.current().palace.find_wing(name)
+        except WingNotFound:
+            if given:
+                raise exc from None
+            raise PathInvalid(
+                f"{exc.message}; it is the default `wing` (for a directory, its name): give `wing`"
+            ) from None
+        return name
 
 
 def _options(raw: object) -> dict[str, str]:
@@ -158,6 +179,7 @@ class Pipeline:
         self.source_id = source_id(self.ref)
         self.wing = params.get("wing") or self.adapter.default_wing(self.ref)
         self.room = self.adapter.default_room()
+        self.full = bool(params.get("full"))
 
     def run(self) -> dict[str, Any]:
         """Mine the source; a second run of the same place waits for the first to end."""
@@ -183,7 +205,7 @@ class Pipeline:
                 "updated_at": now,
             }
         )
-        start_cursor = None if self.job.params.get("full") else row.get("cursor")
+        start_cursor = None if self.full else row.get("cursor")
         state: dict[str, Any] = {
             "next_index": 0,
             "cursor": start_cursor,
@@ -197,7 +219,9 @@ class Pipeline:
         truncated = not discovery.exhausted
         total = state["next_index"] + len(candidates)
         if not candidates:
-            self.job.save(state, current=total, total=total, message=_done(total, truncated))
+            self.job.save(
+                state, current=total, total=total, message=_done(total, truncated, self.full)
+            )
         for offset in range(0, len(candidates), BATCH):
             batch = candidates[offset : offset + BATCH]
             self._file(batch, state, replaying=offset == 0 and replayed is not None)
@@ -209,7 +233,7 @@ class Pipeline:
                 state,
                 current=state["next_index"],
                 total=total,
-                message=_done(total, truncated)
+                message=_done(total, truncated, self.full)
                 if finished
                 else f"document {state['next_index']} of {total}",
             )
@@ -288,7 +312,8 @@ class Pipeline:
         self, documents: list[Document], state: dict[str, Any], *, replaying: bool
     ) -> None:
         """File every chunk that has no drawer yet, in one batch; a first chunk whose name is
-        taken by other content is filed unnamed."""
+        held by another drawer (even one with the same text: a mined chunk is always its own
+        drawer) is filed unnamed."""
         wanted = [
             (document, index)
             for document in documents
@@ -317,11 +342,12 @@ class Pipeline:
             for (document, index, named), filed in zip(
                 attempts, self.palace.file_batch(self.ctx, entries), strict=True
             ):
-                if filed.error is not None:
-                    if not named:
-                        raise filed.error
+                held = filed.error is not None or not filed.created
+                if named and held:
                     retry.append((document, index, False))
                     continue
+                if filed.error is not None:
+                    raise filed.error
                 assert filed.drawer is not None
                 document.drawers[index] = filed.drawer["id"]
                 if filed.created:
@@ -402,11 +428,12 @@ def _drawer_name(name: str | None) -> str | None:
         return None
 
 
-def _done(total: int, truncated: bool) -> str:
+def _done(total: int, truncated: bool, full: bool) -> str:
     if truncated:
+        again = "run the mine again without full" if full else "run the mine again"
         return (
             f"stopped after {total} documents, the most one job reads (mining.max_documents): "
-            "run the mine again to continue from there"
+            f"{again} to continue from there"
         )
     return f"done: {total} of {total} documents"
 
