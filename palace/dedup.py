@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz.distance import OSA
@@ -25,6 +26,9 @@ DEFAULT_NEAR_THRESHOLD = 0.9
 # about 1 s for a twelve-word query in a room of 20,000 drawers here, far too slow for a check
 # made on every write; a copy with a few edits keeps at least one of its ends.
 KEY_CHARS = 24
+# How many of the newest drawers a key lists: a key shared by many drawers of a room (a licence
+# header) keeps only the newest as candidates.
+KEY_DRAWERS = 50
 
 # Letters and digits: an underscore is punctuation here.
 _WORD = re.compile(r"[^\W_]+")
@@ -40,6 +44,7 @@ class Verdict:
     signals: dict[str, Any]
 
 
+@lru_cache(maxsize=512)
 def normalize(content: str) -> str:
     """Case folded, punctuation dropped, whitespace collapsed; accents kept (composed first, so
     a decomposed `é` is not read as `e` and a mark)."""
@@ -56,16 +61,14 @@ def blocking_keys(content: str) -> dict[str, str]:
     return {"dedup_head": text[:KEY_CHARS], "dedup_tail": text[-KEY_CHARS:]}
 
 
-# What a candidate copy shares with a drawer. The stored ones are looked up by the last three:
-# the same bytes always have the same fingerprint.
-KEYS = ("content_hash", "fingerprint", "dedup_head", "dedup_tail")
-LOOKUP_KEYS = KEYS[1:]
+# What a candidate copy shares with a drawer (the same bytes always have the same fingerprint).
+LOOKUP_KEYS = ("fingerprint", "dedup_head", "dedup_tail")
 
 
-def shares_a_key(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether `b` is a candidate copy of `a`: what the index lookups find, for drawers not
-    stored yet."""
-    return any(a[key] == b.get(key) for key in KEYS)
+def keys(drawer: dict[str, Any]) -> set[tuple[str, str]]:
+    """The `(kind, value)` keys a drawer is found by; a drawer stored before the blocking keys
+    existed has only some of them."""
+    return {(kind, drawer[kind]) for kind in LOOKUP_KEYS if drawer.get(kind) is not None}
 
 
 def edit_similarity(a: str, b: str) -> float:
@@ -82,9 +85,16 @@ def edit_similarity(a: str, b: str) -> float:
 
 def trigram_similarity(a: str, b: str) -> float:
     """Jaccard similarity of the two texts' character trigrams."""
-    grams_a = {a[i : i + 3] for i in range(max(len(a) - 2, 1))}
-    grams_b = {b[i : i + 3] for i in range(max(len(b) - 2, 1))}
-    return len(grams_a & grams_b) / len(grams_a | grams_b)
+    grams_a = _trigrams(a)
+    grams_b = _trigrams(b)
+    shared = len(grams_a & grams_b)
+    return shared / (len(grams_a) + len(grams_b) - shared)
+
+
+@lru_cache(maxsize=256)
+def _trigrams(text: str) -> frozenset[str]:
+    # Cached: a long drawer is compared with each of its candidates in turn.
+    return frozenset(text[i : i + 3] for i in range(max(len(text) - 2, 1)))
 
 
 def similarity(a: str, b: str) -> float:
@@ -92,6 +102,18 @@ def similarity(a: str, b: str) -> float:
     if max(len(a), len(b)) <= EDIT_LIMIT:
         return edit_similarity(a, b)
     return trigram_similarity(a, b)
+
+
+def could_reach(a: str, b: str, threshold: float) -> bool:
+    """Whether two normalized texts' lengths allow a similarity of `threshold`: both measures
+    are at most the shorter over the longer (edits must cover the difference; the smaller
+    trigram set bounds the shared ones), so most comparisons end before either is computed."""
+    if max(len(a), len(b)) <= EDIT_LIMIT:
+        small, large = sorted((len(a), len(b)))
+    else:
+        small, large = sorted((len(_trigrams(a)), len(_trigrams(b))))
+    # The margin keeps a pair whose similarity rounds to exactly the threshold.
+    return large == 0 or small / large >= threshold - 1e-9
 
 
 def judge(
@@ -106,6 +128,8 @@ def judge(
         old_normalized = normalize(old["content"])
         if min(len(new_normalized), len(old_normalized)) < NEAR_MIN_CHARS:
             return None
+        if not could_reach(new_normalized, old_normalized, threshold):
+            return None
         exact_score = similarity(new_normalized, old_normalized)
         if exact_score < threshold:
             return None
@@ -118,3 +142,33 @@ def judge(
     }
     kind = "exact" if same_hash else "normalized" if same_fingerprint else "near"
     return Verdict(kind, score, signals)
+
+
+class EarlierInBatch:
+    """The drawers filed before this one in the same batch, found as the stored ones are: by
+    room and key (a batch of a long file's chunks can hold thousands), and by room and name."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        self._by_name: dict[tuple[str, str], dict[str, Any]] = {}
+        self._order: dict[str, int] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        self._order[record["id"]] = len(self._order)
+        for kind, value in keys(record):
+            self._by_key.setdefault((record["room"], kind, value), []).append(record)
+        if record.get("name") is not None:
+            self._by_name[(record["room"], record["name"])] = record
+
+    def candidates(self, record: dict[str, Any], agent: str | None) -> list[dict[str, Any]]:
+        """The earlier drawers of `record`'s room (of `agent`, for a diary) among the newest
+        `KEY_DRAWERS` sharing each of its keys, in filing order."""
+        found: dict[str, dict[str, Any]] = {}
+        for kind, value in keys(record):
+            for pending in self._by_key.get((record["room"], kind, value), [])[-KEY_DRAWERS:]:
+                if agent is None or pending["source"].get("agent") == agent:
+                    found[pending["id"]] = pending
+        return sorted(found.values(), key=lambda pending: self._order[pending["id"]])
+
+    def named(self, room: str, name: str) -> dict[str, Any] | None:
+        return self._by_name.get((room, name))

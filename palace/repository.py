@@ -25,12 +25,9 @@ DRAWER_LISTING_FIELDS = (
 )
 
 
-# How many of the newest drawers a deduplication key lists: a key shared by many drawers (a
-# licence header) keeps only the newest as candidates.
-KEY_DRAWERS = 50
 KEY_UPSERT = (
     "INSERT INTO dedup_key $keys ON DUPLICATE KEY UPDATE "
-    f"drawers = array::slice(array::union(drawers ?? [], $input.drawers), -{KEY_DRAWERS});"
+    f"drawers = array::slice(array::union(drawers ?? [], $input.drawers), -{dedup.KEY_DRAWERS});"
 )
 
 
@@ -236,8 +233,8 @@ class PalaceRepository:
     ) -> list[list[dict[str, Any]]]:
         """For each (drawer, agent): the drawers valid now in its room (of `agent`, for a
         diary) that may be copies of it: they share its fingerprint (so the same bytes too), or
-        the start or end of its normalized text. Two round trips for the whole list: the
-        `dedup_key` records by id, then the drawers they name."""
+        the start or end of its normalized text (the newest `dedup.KEY_DRAWERS` of each). Two
+        round trips for the whole list: the `dedup_key` records by id, then their drawers."""
         key_ids = {
             _key_id(drawer, kind): None for drawer, _ in drawers for kind in dedup.LOOKUP_KEYS
         }

@@ -484,20 +484,15 @@ class PalaceService:
         )
         outcomes: list[Filed] = []
         batch: list[tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]] = []
+        earlier = dedup.EarlierInBatch()
         for record, room, (_, _, filing), stored in zip(
             records, rooms, entries, stored_candidates, strict=True
         ):
-            same_room = [pending for pending, _ in batch if pending["room"] == record["room"]]
-            earlier = [
-                pending
-                for pending in same_room
-                if self.dedup.enabled
-                and (filing.agent is None or pending["source"].get("agent") == filing.agent)
-                and dedup.shares_a_key(record, pending)
-            ]
-            candidates = [*stored, *earlier]
+            candidates = stored
+            if self.dedup.enabled:
+                candidates = [*stored, *earlier.candidates(record, filing.agent)]
             try:
-                existing = self._existing_copy(room, filing, record, candidates, same_room, holders)
+                existing = self._existing_copy(room, filing, record, candidates, earlier, holders)
             except DrawerNameTaken as error:
                 outcomes.append(Filed(None, False, error))
                 continue
@@ -506,6 +501,7 @@ class PalaceService:
                 continue
             links = self._links(record, candidates)
             batch.append((record, links))
+            earlier.add(record)
             outcomes.append(Filed(record, True, similar=len(links)))
         if not batch:
             return outcomes
@@ -551,11 +547,11 @@ class PalaceService:
         filing: Filing,
         record: Mapping[str, Any],
         candidates: list[dict[str, Any]],
-        same_room: list[dict[str, Any]],
+        earlier: dedup.EarlierInBatch,
         holders: Mapping[tuple[str, str], dict[str, Any]],
     ) -> dict[str, Any] | None:
         """The drawer that makes this write a no-op, or None; a name held by other content
-        (stored: `holders` by room and name, or earlier in the batch: `same_room`) raises
+        (stored: `holders` by room and name, or earlier in the batch) raises
         `DrawerNameTaken`."""
         digest = record["content_hash"]
         if filing.name is None:
@@ -563,9 +559,7 @@ class PalaceService:
                 return None
             copies = [row for row in candidates if row["content_hash"] == digest]
             return min(copies, key=lambda row: row["created_at"]) if copies else None
-        holder = next(
-            (row for row in same_room if row.get("name") == filing.name), None
-        ) or holders.get((room["id"], filing.name))
+        holder = earlier.named(room["id"], filing.name) or holders.get((room["id"], filing.name))
         if holder is None:
             return None
         if holder["content_hash"] != digest:

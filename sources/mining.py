@@ -38,6 +38,9 @@ PARAMETERS = ("path", "source", "locator", "options", "wing", "full")
 # Documents a unit of work: about 0.1-0.3 s of filing, so a pause lands quickly while the
 # per-batch costs (a document read, a transaction, a checkpoint) stay small.
 BATCH = 50
+# Chunks filed in one transaction: 50 large files can be thousands of chunks, and one
+# transaction of 8,658 chunks held the palace for tens of seconds.
+FILE_CHUNKS = 200
 # How often a run waiting for its source checks for a pause or cancel.
 WAIT_SLICE_SECS = 0.25
 COUNTS = ("documents", "created", "superseded", "retired", "unchanged", "skipped", "similar")
@@ -328,6 +331,10 @@ class Pipeline:
                 if self._chunk_id(document, index) in done:
                     document.drawers[index] = self._chunk_id(document, index)
             wanted = [(d, i) for d, i in wanted if i not in d.drawers]
+        for start in range(0, len(wanted), FILE_CHUNKS):
+            self._file_chunks(wanted[start : start + FILE_CHUNKS], state)
+
+    def _file_chunks(self, wanted: list[tuple[Document, int]], state: dict[str, Any]) -> None:
         attempts = [(document, index, True) for document, index in wanted]
         while attempts:
             entries = [

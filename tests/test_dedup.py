@@ -135,16 +135,19 @@ def test_a_candidate_shares_a_key() -> None:
     def keyed(content: str) -> dict[str, Any]:
         return {**drawer(content), **dedup.blocking_keys(content)}
 
+    def shares_a_key(a: dict[str, Any], b: dict[str, Any]) -> bool:
+        return bool(dedup.keys(a) & dedup.keys(b))
+
     base = keyed(LONG)
-    assert dedup.shares_a_key(base, keyed(LONG))
-    assert dedup.shares_a_key(base, keyed(NORMALIZED_LONG))
+    assert shares_a_key(base, keyed(LONG))
+    assert shares_a_key(base, keyed(NORMALIZED_LONG))
     # A typo at the end keeps the head; one at the start keeps the tail.
-    assert dedup.shares_a_key(base, keyed(LONG.replace("morning", "mornign")))
-    assert dedup.shares_a_key(base, keyed(LONG.replace("We deploy", "We depoly")))
-    assert not dedup.shares_a_key(base, keyed(LONG.replace("We", "Wee").replace("ing.", "ign.")))
-    assert not dedup.shares_a_key(base, keyed("Something else entirely, start to finish."))
+    assert shares_a_key(base, keyed(LONG.replace("morning", "mornign")))
+    assert shares_a_key(base, keyed(LONG.replace("We deploy", "We depoly")))
+    assert not shares_a_key(base, keyed(LONG.replace("We", "Wee").replace("ing.", "ign.")))
+    assert not shares_a_key(base, keyed("Something else entirely, start to finish."))
     # A stored drawer from before the keys existed shares only what it has.
-    assert not dedup.shares_a_key(base, {"content_hash": "0" * 64})
+    assert not shares_a_key(base, {"content_hash": "0" * 64})
 
 
 # edit_similarity ---------------------------------------------------------------------------
@@ -248,6 +251,37 @@ def test_similarity_is_a_symmetric_fraction(a: str, b: str) -> None:
     score = dedup.similarity(a, b)
     assert 0.0 <= score <= 1.0
     assert score == dedup.similarity(b, a)
+
+
+@PROPERTY
+@given(
+    st.text(alphabet="abc ", max_size=40),
+    st.text(alphabet="abc ", max_size=40),
+    st.sampled_from([0.5, 0.75, 0.8, 0.9, 0.95, 1.0]),
+)
+def test_the_length_bound_never_drops_a_pair_that_reaches_the_threshold(
+    a: str, b: str, threshold: float
+) -> None:
+    if dedup.similarity(a, b) >= threshold:
+        assert dedup.could_reach(a, b, threshold)
+
+
+@PROPERTY
+@given(
+    st.text(alphabet="abcd", min_size=2001, max_size=2400),
+    st.text(alphabet="abcd", min_size=1500, max_size=2400),
+    st.sampled_from([0.5, 0.9, 1.0]),
+)
+def test_the_trigram_bound_never_drops_a_pair_that_reaches_the_threshold(
+    a: str, b: str, threshold: float
+) -> None:
+    if dedup.similarity(a, b) >= threshold:
+        assert dedup.could_reach(a, b, threshold)
+
+
+def test_lengths_too_far_apart_cannot_reach_the_threshold() -> None:
+    assert not dedup.could_reach("a" * 80, "a" * 100, 0.9)
+    assert dedup.could_reach("a" * 90, "a" * 100, 0.9)
 
 
 @PROPERTY
