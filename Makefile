@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hierarchy.py
 	$(BIN)/python bench/jobs.py
 	$(BIN)/python bench/writes.py
+	$(BIN)/python bench/mine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
