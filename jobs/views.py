@@ -79,7 +79,9 @@ SUBMISSION = inline_serializer(
             help_text='mine: the source\'s options, e.g. {"since": "2026-09"}',
         ),
         "wing": serializers.CharField(
-            required=False, help_text="mine: the wing to file into (else the source's default)"
+            required=False,
+            help_text="mine: the wing to file into (else the source's default); "
+            "embed: embed only this wing's drawers",
         ),
         "full": serializers.BooleanField(
             required=False, help_text="mine: read everything again, not only what changed"

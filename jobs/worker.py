@@ -17,6 +17,7 @@ import threading
 
 from celery import Celery
 
+from graph import extraction
 from jobs.executor import Executor
 from memcastle_project import runtime
 from memcastle_project.config import Config
@@ -152,6 +153,8 @@ def run_standalone(config: Config) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
         daemon.executor.start_up()
+        daemon.embeddings.start_sweeps(daemon.jobs, daemon.events)
+        extraction.start_sweeps(daemon.config.extraction, daemon.jobs, daemon.events, daemon.store)
         logger.info(
             "worker ready",
             extra=fields(

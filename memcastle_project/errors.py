@@ -92,3 +92,26 @@ class ServerFailed(MemCastleError):
 
     def __init__(self) -> None:
         super().__init__("the daemon failed to handle the request")
+
+
+class EmbedNotConfigured(MemCastleError):
+    """Something needs an embedding provider and the profile in question has none."""
+
+    status = 400
+    code = "memcastle::embed::not_configured"
+    help = (
+        "set [embeddings] default_profile to a profile whose provider can embed (local, command "
+        "or http), or send vectors of your own with an explicit profile"
+    )
+
+
+class EmbedFailed(MemCastleError):
+    """The embedding provider failed: the message says how (exit status and the start of its
+    stderr, or the HTTP status)."""
+
+    status = 502
+    code = "memcastle::embed::failed"
+    help = (
+        "check the embedding provider of the profile (its command or endpoint) and the daemon "
+        "log, then try again"
+    )

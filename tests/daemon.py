@@ -48,6 +48,10 @@ class Daemon:
             "MEMCASTLE_PORT": "0",
             "XDG_STATE_HOME": str(self.state),
             "XDG_CONFIG_HOME": str(root / "config"),
+            # No embed job is queued by itself: the local model would cost every test daemon
+            # CPU. A test that wants one sets this variable (it overrides a config file's
+            # embeddings.default_profile).
+            "MEMCASTLE_EMBEDDINGS_DEFAULT_PROFILE": "",
             **(env or {}),
         }
         self.process: subprocess.Popen[bytes] | None = None

@@ -1,0 +1,226 @@
+"""The providers that turn text into vectors: local, command and http.
+
+Every provider answers with L2-normalised float32 vectors of its profile's dimensions: a document
+as an array of shape (windows, dimensions), a query as one vector. A provider that fails raises
+`EmbedFailed` saying how (exit status and the start of stderr, or the HTTP status); nothing it
+returned is kept.
+
+`command` runs its argv without a shell, once per batch of `batch_size` texts, with JSON on stdin
+(`{"model", "dimension", "texts"}`) and stdout (`{"embeddings": [[...], ...]}`); a timeout kills
+it (and whatever it started). Its environment is the daemon's minus every `MEMCASTLE_*` variable.
+`http` POSTs `{model, input, dimensions}` to `{url}/embeddings` in the OpenAI format, with the
+profile's API key as a bearer token. Both are given the first `INPUT_CHARS` characters of a text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from memcastle_project.errors import EmbedFailed
+from palace.embeddings.profiles import INPUT_CHARS, Profile
+
+logger = logging.getLogger(__name__)
+
+# How much of a failing command's stderr its error carries.
+STDERR_HEAD = 300
+
+
+class Provider(Protocol):
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def normalised(vectors: np.ndarray) -> np.ndarray | None:
+    """Rows scaled to unit length, as float32; None when a row is all zeros or not finite.
+
+    Scaled by each row's largest magnitude first, so that very large or very small numbers
+    neither overflow nor vanish."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    if rows.ndim != 2 or not np.all(np.isfinite(rows)):
+        return None
+    largest = np.max(np.abs(rows), axis=1, keepdims=True) if rows.shape[1] else None
+    if largest is None or np.any(largest == 0):
+        return None
+    rows = rows / largest
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+class LocalProvider:
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        from palace.embeddings import local
+
+        return local.model().embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        from palace.embeddings import local
+
+        return local.model().embed_query(text)
+
+
+class BatchProvider:
+    """A provider that embeds the start of each text, `batch_size` texts per call."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+
+    def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        found: list[np.ndarray] = []
+        size = self.profile.batch_size
+        for start in range(0, len(texts), size):
+            batch = [text[:INPUT_CHARS] for text in texts[start : start + size]]
+            found.extend(vector[None, :] for vector in self._checked(batch))
+        return found
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._checked([text[:INPUT_CHARS]])[0]
+
+    def _checked(self, texts: list[str]) -> np.ndarray:
+        answer = self._call(texts)
+        what = self._what()
+        if not isinstance(answer, list) or len(answer) != len(texts):
+            count = len(answer) if isinstance(answer, list) else "no list of"
+            raise EmbedFailed(f"{what} returned {count} embeddings for {len(texts)} texts")
+        dimensions = self.profile.dimensions
+        for index, vector in enumerate(answer):
+            if not isinstance(vector, list) or len(vector) != dimensions:
+                length = len(vector) if isinstance(vector, list) else "no list of"
+                raise EmbedFailed(
+                    f"{what} returned {length} numbers for text {index}; the profile "
+                    f"{self.profile.name!r} has {dimensions} dimensions"
+                )
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+                raise EmbedFailed(f"{what} returned something other than numbers for text {index}")
+        vectors = normalised(np.array(answer, dtype=np.float64).reshape(len(texts), dimensions))
+        if vectors is None:
+            raise EmbedFailed(f"{what} returned an all-zero or non-finite vector")
+        return vectors
+
+    def _what(self) -> str:
+        raise NotImplementedError
+
+    def _call(self, texts: list[str]) -> Any:
+        raise NotImplementedError
+
+
+def child_environment() -> dict[str, str]:
+    """The daemon's environment minus every MEMCASTLE_* variable (a token, a palace path)."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("MEMCASTLE_")}
+
+
+class CommandProvider(BatchProvider):
+    def _what(self) -> str:
+        return f"the embedding command of profile {self.profile.name!r}"
+
+    def _call(self, texts: list[str]) -> Any:
+        request = json.dumps(
+            {"model": self.profile.model, "dimension": self.profile.dimensions, "texts": texts}
+        ).encode()
+        try:
+            process = subprocess.Popen(
+                list(self.profile.command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=child_environment(),
+                # Its own process group, so a timeout kills whatever it started too.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise EmbedFailed(f"{self._what()} could not be started: {exc.strerror}") from None
+        try:
+            stdout, stderr = process.communicate(request, timeout=self.profile.timeout_secs)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            raise EmbedFailed(
+                f"{self._what()} did not answer within {self.profile.timeout_secs:g} s and was "
+                "killed"
+            ) from None
+        except BaseException:
+            _kill(process)
+            raise
+        if process.returncode != 0:
+            head = stderr.decode("utf-8", "replace").strip()[:STDERR_HEAD]
+            raise EmbedFailed(
+                f"{self._what()} exited with status {process.returncode}"
+                + (f": {head}" if head else "")
+            )
+        try:
+            answer = json.loads(stdout)
+        except ValueError as exc:
+            raise EmbedFailed(f"{self._what()} wrote output that is not JSON ({exc})") from None
+        if not isinstance(answer, dict) or "embeddings" not in answer:
+            raise EmbedFailed(f'{self._what()} wrote no {{"embeddings": [...]}} object')
+        return answer["embeddings"]
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        process.kill()
+    process.communicate()
+
+
+class HttpProvider(BatchProvider):
+    def _what(self) -> str:
+        return f"the embedding endpoint of profile {self.profile.name!r}"
+
+    def _call(self, texts: list[str]) -> Any:
+        import httpx
+
+        body: dict[str, Any] = {"input": texts, "dimensions": self.profile.dimensions}
+        if self.profile.model is not None:
+            body["model"] = self.profile.model
+        headers = {"Content-Type": "application/json"}
+        if self.profile.api_key:
+            headers["Authorization"] = f"Bearer {self.profile.api_key}"
+        try:
+            response = httpx.post(
+                f"{self.profile.url}/embeddings",
+                json=body,
+                headers=headers,
+                timeout=self.profile.timeout_secs,
+            )
+        except httpx.TimeoutException:
+            raise EmbedFailed(
+                f"{self._what()} did not answer within {self.profile.timeout_secs:g} s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise EmbedFailed(
+                f"{self._what()} could not be reached ({type(exc).__name__})"
+            ) from None
+        if response.status_code != 200:
+            # Only the status: an error body may quote the request or the key.
+            raise EmbedFailed(
+                f"{self._what()} answered HTTP {response.status_code} {response.reason_phrase}"
+            )
+        try:
+            data = response.json()["data"]
+            if not isinstance(data, list):
+                raise TypeError("data is not a list")
+            ordered = sorted(data, key=lambda item: item.get("index", 0))
+            return [item["embedding"] for item in ordered]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise EmbedFailed(
+                f'{self._what()} answered without an OpenAI-style {{"data": [{{"embedding": '
+                "[...]}]} body"
+            ) from None
+
+
+def for_profile(profile: Profile) -> Provider:
+    if profile.provider == "local":
+        return LocalProvider()
+    if profile.provider == "command":
+        return CommandProvider(profile)
+    if profile.provider == "http":
+        return HttpProvider(profile)
+    raise ValueError(f"profile {profile.name!r} has no provider that embeds")

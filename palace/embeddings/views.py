@@ -1,0 +1,60 @@
+"""REST view for caller-supplied vectors: parse, call `EmbeddingService`, render."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memcastle_project import runtime
+from memcastle_project.api import MODE_PARAMETER, MemCastleView, errors, request_context
+
+PROVENANCE = inline_serializer(
+    "EmbeddingProvenance",
+    {
+        "provider": serializers.ChoiceField(["local", "command", "http", "external"]),
+        "model": serializers.CharField(allow_null=True),
+        "dimensions": serializers.IntegerField(),
+        "pipeline": serializers.CharField(),
+    },
+)
+ATTACH_BODY = inline_serializer(
+    "EmbeddingBody",
+    {
+        "profile": serializers.CharField(
+            help_text="a configured embedding profile; required, so every vector has provenance"
+        ),
+        "embedding": serializers.ListField(
+            child=serializers.FloatField(),
+            help_text="exactly the profile's dimensions of finite numbers, not all zero; "
+            "stored L2-normalised",
+        ),
+        "requested_by": serializers.CharField(required=False),
+    },
+)
+ATTACHED = inline_serializer(
+    "EmbeddingAttached",
+    {
+        "drawer": serializers.UUIDField(),
+        "profile": serializers.CharField(),
+        "dimensions": serializers.IntegerField(),
+        "provenance": PROVENANCE,
+    },
+)
+
+
+class DrawerEmbeddingView(MemCastleView):
+    @extend_schema(
+        summary="Attach (or replace) a drawer's vector in an embedding profile",
+        parameters=[
+            MODE_PARAMETER,
+            OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH),
+        ],
+        request=ATTACH_BODY,
+        responses={200: ATTACHED, **errors(400, 403, 404)},
+    )
+    def put(self, request: Request, drawer_id: str) -> Response:
+        ctx = request_context(request, body=request.data)
+        return Response(runtime.current().embeddings.attach(ctx, drawer_id, request.data))
