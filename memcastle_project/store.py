@@ -190,6 +190,33 @@ class Store:
         results = self.query(f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;", variables)
         return results[-2]
 
+    def changes(self, since: int, limit: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """The database's change feed from versionstamp `since` on (inclusive), at most `limit`
+        entries: `(versionstamp, table, "update" | "delete", record)` for each record change,
+        the record made plain (a delete carries only its id). Only tables defined with a
+        `CHANGEFEED` appear."""
+        # SHOW CHANGES takes literals only, not parameters.
+        entries = self._raw(f"SHOW CHANGES FOR DATABASE SINCE {int(since)} LIMIT {int(limit)};")
+        found = []
+        for entry in entries[0]:
+            for change in entry["changes"]:
+                for action in ("update", "delete"):
+                    record = change.get(action)
+                    if record is not None:
+                        table = record["id"].table_name
+                        found.append((entry["versionstamp"], table, action, plain(record)))
+        return found
+
+    def _raw(self, sql: str) -> list[Any]:
+        """`query` without `plain`: record ids keep their table."""
+        if self._db is None:
+            raise StoreFailed("the datastore is not open")
+        try:
+            return self._db.query(sql, {}).execute()
+        except SurrealError as exc:
+            logger.error("datastore query failed: %s\n%s", exc, sql.strip()[:2000])
+            raise StoreFailed("the datastore failed to answer") from None
+
     def healthy(self) -> tuple[bool, str | None]:
         try:
             self.one("RETURN 1")

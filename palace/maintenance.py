@@ -57,18 +57,20 @@ def run_audit(job: JobRun) -> dict[str, Any]:
         {"own_key": job.job_id},
     )
     scope = job.params.get("scope")
-    without_embedding = store.query(
+    default = runtime.current().embeddings.default
+    drawers, embedded = store.query(
         "LET $wing = (SELECT VALUE record::id(id) FROM wing WHERE name = $scope)[0];"
-        "SELECT count() AS n FROM drawer WHERE embedding = NONE "
-        "AND ($scope = NONE OR wing = $wing) GROUP ALL;",
-        {"scope": scope},
-    )[-1]
+        "SELECT VALUE record::id(id) FROM drawer WHERE $scope = NONE OR wing = $wing;"
+        "SELECT VALUE drawer FROM embedding_key WHERE $profile = NONE OR profile = $profile;",
+        {"scope": scope, "profile": default.name if default else None},
+    )[1:]
     return {
         "orphan_drawers": {"count": len(orphans), "ids": orphans[:LISTED]},
         "dangling_job_refs": {"count": len(dangling), "ids": dangling[:LISTED]},
         "exhausted_jobs": {"count": len(jobs[0]), "ids": jobs[0][:LISTED]},
         "running_jobs": jobs[1][0]["n"] if jobs[1] else 0,
-        "drawers_without_embedding": without_embedding[0]["n"] if without_embedding else 0,
+        # In the default embedding profile; with none, in any profile.
+        "drawers_without_embedding": len(set(drawers) - set(embedded)),
         "scope": scope,
     }
 

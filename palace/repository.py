@@ -151,6 +151,10 @@ class PalaceRepository:
                 found[place] = row
         return found
 
+    def rooms_named(self, name: str) -> list[dict[str, Any]]:
+        """The rooms of that name, in every wing."""
+        return self.store.one(f"SELECT {ROOM_FIELDS} FROM room WHERE name = $name", {"name": name})
+
     def list_rooms(self, wing_id: str) -> list[dict[str, Any]]:
         return self.store.one(
             f"SELECT {ROOM_FIELDS} FROM room WHERE wing = $wing ORDER BY name", {"wing": wing_id}

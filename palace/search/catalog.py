@@ -1,0 +1,135 @@
+"""What the vector leg filters by: every drawer's scope fields, in numpy arrays.
+
+A drawer has a row for the life of the daemon; a deleted drawer's row is marked dead. A scope
+becomes a boolean mask over the rows in well under a millisecond at 100,000 drawers, so the
+vector leg filters before it ranks (search.md section 2), never after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from palace.search.scope import Scope
+
+_GROW = 1024
+
+
+class Catalog:
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.rows: dict[str, int] = {}
+        self._codes: dict[str, int] = {}  # wing, room and source kind ids, interned
+        self.alive = np.zeros(0, dtype=bool)
+        self.wing = np.zeros(0, dtype=np.int32)
+        self.room = np.zeros(0, dtype=np.int32)
+        self.source_kind = np.zeros(0, dtype=np.int32)
+        self.valid_from = np.zeros(0, dtype=np.int64)
+        self.valid_to = np.zeros(0, dtype=np.int64)
+        self.tags: dict[str, set[int]] = {}
+        self._row_tags: dict[int, tuple[str, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def live(self) -> int:
+        return int(self.alive[: len(self.ids)].sum())
+
+    def row(self, drawer_id: str) -> int:
+        """The drawer's row, made (dead until `put`) when it has none: a vector can arrive
+        before its drawer."""
+        row = self.rows.get(drawer_id)
+        if row is not None:
+            return row
+        row = len(self.ids)
+        if row == len(self.alive):
+            self._grow()
+        self.ids.append(drawer_id)
+        self.rows[drawer_id] = row
+        return row
+
+    def _grow(self) -> None:
+        size = len(self.alive) + max(_GROW, len(self.alive))
+        for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to"):
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self._codes.setdefault(value, len(self._codes))
+
+    def put(self, drawer: dict[str, Any]) -> None:
+        row = self.row(drawer["id"])
+        self.alive[row] = True
+        self.wing[row] = self._code(drawer["wing"])
+        self.room[row] = self._code(drawer["room"])
+        self.source_kind[row] = self._code(drawer["source_kind"])
+        self.valid_from[row] = drawer["valid_from"]
+        self.valid_to[row] = drawer["valid_to"]
+        self._set_tags(row, tuple(drawer["tags"]))
+
+    def remove(self, drawer_id: str) -> None:
+        row = self.rows.get(drawer_id)
+        if row is None:
+            return
+        self.alive[row] = False
+        self._set_tags(row, ())
+
+    def _set_tags(self, row: int, tags: tuple[str, ...]) -> None:
+        for tag in self._row_tags.pop(row, ()):
+            self.tags[tag].discard(row)
+        if tags:
+            self._row_tags[row] = tags
+            for tag in tags:
+                self.tags.setdefault(tag, set()).add(row)
+
+    def mask(self, scope: Scope) -> np.ndarray:
+        """The rows of the drawers in scope."""
+        count = len(self.ids)
+        mask = self.alive[:count].copy()
+        if scope.wing is not None:
+            mask &= self.wing[:count] == self._codes.get(scope.wing, -2)
+        if scope.rooms is not None:
+            codes = [self._codes[room] for room in scope.rooms if room in self._codes]
+            mask &= np.isin(self.room[:count], codes)
+        for tag in scope.tags:
+            rows = self.tags.get(tag, set())
+            tagged = np.zeros(count, dtype=bool)
+            tagged[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
+            mask &= tagged
+        if scope.source_kind is not None:
+            mask &= self.source_kind[:count] == self._codes.get(scope.source_kind, -2)
+        if scope.window is not None:
+            start, end = scope.window
+            mask &= (self.valid_from[:count] < end) & (self.valid_to[:count] > start)
+        return mask
+
+    def state(self) -> dict[str, Any]:
+        """What a snapshot keeps (see `indexes.py`)."""
+        count = len(self.ids)
+        return {
+            "ids": self.ids,
+            "codes": self._codes,
+            "tags": self._row_tags,
+            **{
+                name: getattr(self, name)[:count]
+                for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to")
+            },
+        }
+
+    @classmethod
+    def restore(cls, state: dict[str, Any]) -> Catalog:
+        catalog = cls()
+        catalog.ids = list(state["ids"])
+        catalog.rows = {drawer_id: row for row, drawer_id in enumerate(catalog.ids)}
+        catalog._codes = dict(state["codes"])
+        for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to"):
+            setattr(catalog, name, np.array(state[name]))
+        for row, tags in state["tags"].items():
+            catalog._set_tags(row, tuple(tags))
+        return catalog

@@ -1,0 +1,353 @@
+"""The derived search indexes, and how they stay in step with the store.
+
+SurrealDB is the system of record; the indexes are an accelerator that can always be rebuilt
+from it (ARCHITECTURE.md "Search"). They follow the database's change feed: every change to a
+drawer or an embedding has a monotonic versionstamp, and each index remembers the last one it
+applied (its watermark). So:
+
+- after a write, the next search (or the follower thread, within a quarter second) reads the
+  feed from the watermark on and applies what it finds;
+- at start-up each index is opened and brought forward from its watermark; one that is
+  missing, unreadable or of another version is rebuilt from the store;
+- a `kill -9` loses at most what was applied since an index last saved its watermark, and that
+  is read again from the feed (applying a change twice gives the same index). A watermark is
+  written only after the index it describes is on disk.
+
+On disk, under `<palace>/search/`: `lexical/` (tantivy) with `lexical.json`, and
+`snapshot.pickle`: the catalog and the vectors, saved every few minutes and at shutdown.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import pickle
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memcastle_project.store import Store
+from palace.drawers import read_source
+from palace.search.catalog import Catalog
+from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
+from palace.search.query import to_ns
+from palace.search.scope import OPEN
+from palace.search.vectors import VectorIndex
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_VERSION = 1
+FEED_PAGE = 1000
+SCAN_PAGE = 2000
+# Changes written while a rebuild scans the store are read again from the feed, from this long
+# before the scan began.
+REBUILD_MARGIN_MS = 60_000
+FOLLOW_INTERVAL_SECS = 0.25
+SNAPSHOT_EVERY_SECS = 300.0
+SNAPSHOT_EVERY_CHANGES = 20_000
+
+DRAWER_FIELDS = "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to"
+
+
+def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a drawer the indexes hold, validity in nanoseconds."""
+    source = drawer.get("source")
+    valid_to = drawer.get("valid_to")
+    return {
+        "id": drawer["id"],
+        "wing": drawer["wing"],
+        "room": drawer["room"],
+        "content": drawer.get("content") or "",
+        "tags": list(drawer.get("tags") or []),
+        "source_kind": read_source(
+            {"kind": drawer["source_kind"]} if "source_kind" in drawer else source
+        )["kind"],
+        "valid_from": to_ns(_instant(drawer["valid_from"])),
+        "valid_to": OPEN if valid_to is None else to_ns(_instant(valid_to)),
+    }
+
+
+def _instant(value: Any) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC)
+    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+class SearchIndexes:
+    """The lexical index, the catalog and one vector index per embedding profile.
+
+    `profiles` maps each configured profile's name to its dimensions: vectors of other
+    profiles, or of another length, are not indexed."""
+
+    def __init__(self, store: Store, directory: Path, profiles: Mapping[str, int]) -> None:
+        self.store = store
+        self.directory = directory
+        self.profiles = dict(profiles)
+        self.lock = threading.RLock()
+        self.catalog = Catalog()
+        self.vectors = {name: VectorIndex(size) for name, size in self.profiles.items()}
+        self.lexical: LexicalIndex | None = None
+        self.lexical_mark = 0
+        self.snapshot_mark = 0
+        self._unsaved = 0
+        self._saved_at = time.monotonic()
+        self._stop = threading.Event()
+        self._follower: threading.Thread | None = None
+
+    # Opening -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open or rebuild each index, then bring them all up to the feed's end."""
+        with self.lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            lexical_ok = self._open_lexical()
+            snapshot_ok = self._load_snapshot()
+            if not (lexical_ok and snapshot_ok):
+                self._rebuild(lexical=not lexical_ok, snapshot=not snapshot_ok)
+            self._catch_up()
+            if not self._consistent():
+                logger.warning("search indexes disagree with the store: rebuilding them")
+                self._rebuild(lexical=True, snapshot=True)
+                self._catch_up()
+            self._save_snapshot()
+
+    def _open_lexical(self) -> bool:
+        path = self.directory / "lexical"
+        mark = _read_json(self.directory / "lexical.json")
+        if mark is not None and mark.get("version") == SCHEMA_VERSION and path.is_dir():
+            try:
+                self.lexical = LexicalIndex(path)
+                self.lexical_mark = int(mark["watermark"])
+                return True
+            except (ValueError, OSError, KeyError) as exc:
+                logger.warning("the lexical index could not be opened (%s): rebuilding it", exc)
+        self.lexical = LexicalIndex.fresh(path)
+        return False
+
+    def _load_snapshot(self) -> bool:
+        path = self.directory / "snapshot.pickle"
+        try:
+            with path.open("rb") as handle:
+                state = pickle.load(handle)
+        except FileNotFoundError:
+            return False
+        except Exception as exc:  # a torn or foreign file is rebuilt, whatever broke it
+            logger.warning("the search snapshot could not be read (%s): rebuilding it", exc)
+            return False
+        if state.get("version") != SNAPSHOT_VERSION or state.get("profiles") != self.profiles:
+            return False
+        self.catalog = Catalog.restore(state["catalog"])
+        self.vectors = {
+            name: VectorIndex.restore(vectors) for name, vectors in state["vectors"].items()
+        }
+        self.snapshot_mark = int(state["watermark"])
+        return True
+
+    def _rebuild(self, *, lexical: bool, snapshot: bool) -> None:
+        started = time.monotonic()
+        mark = max(0, (time.time_ns() // 1_000_000 - REBUILD_MARGIN_MS) << 16)
+        if lexical:
+            assert self.lexical is not None
+            self.lexical = LexicalIndex.fresh(self.lexical.path)
+            self.lexical_mark = mark
+        if snapshot:
+            self.catalog = Catalog()
+            self.vectors = {name: VectorIndex(size) for name, size in self.profiles.items()}
+            self.snapshot_mark = mark
+        drawers = 0
+        for page in self._scan(f"SELECT {DRAWER_FIELDS} FROM drawer", {}):
+            for row in page:
+                fields = indexed(row)
+                if lexical:
+                    self.lexical.put(fields)
+                if snapshot:
+                    self.catalog.put(fields)
+            drawers += len(page)
+        if lexical:
+            self.lexical.commit()
+            self._write_lexical_mark()
+        if snapshot:
+            for name in self.profiles:
+                query = (
+                    "SELECT drawer, profile, vectors, provenance FROM embedding WHERE profile = $p"
+                )
+                for page in self._scan(query, {"p": name}):
+                    for row in page:
+                        self._put_vectors(row)
+        logger.info(
+            "search indexes rebuilt from %d drawers in %.1f s (lexical %s, snapshot %s)",
+            drawers,
+            time.monotonic() - started,
+            lexical,
+            snapshot,
+        )
+
+    def _scan(self, query: str, variables: dict[str, Any]) -> Any:
+        offset = 0
+        while True:
+            page = self.store.one(f"{query} START {offset} LIMIT {SCAN_PAGE}", {**variables})
+            if not page:
+                return
+            yield page
+            offset += len(page)
+
+    def _consistent(self) -> bool:
+        """Whether the indexes hold as many drawers as the store: a cheap check that a feed
+        that no longer reaches back to a watermark did not leave a hole."""
+        counted = self.store.one("SELECT count() AS n FROM drawer GROUP ALL")
+        stored = counted[0]["n"] if counted else 0
+        assert self.lexical is not None
+        return self.catalog.live == stored and self.lexical.size == stored
+
+    # Following the feed ------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Apply every change the indexes have not seen yet (opening them first, in a process
+        that has not: a management command, a test)."""
+        with self.lock:
+            if self.lexical is None:
+                self.open()
+            self._catch_up()
+            if self._unsaved and (
+                self._unsaved >= SNAPSHOT_EVERY_CHANGES
+                or time.monotonic() - self._saved_at >= SNAPSHOT_EVERY_SECS
+            ):
+                self._save_snapshot()
+
+    def _catch_up(self) -> None:
+        assert self.lexical is not None
+        since = min(self.lexical_mark, self.snapshot_mark) + 1
+        while True:
+            changes = self.store.changes(since, FEED_PAGE)
+            if not changes:
+                break
+            for versionstamp, table, action, record in changes:
+                self._apply(versionstamp, table, action, record)
+            last = changes[-1][0]
+            since = last + 1
+            # The lexical watermark moves only once its changes are committed to disk.
+            self.lexical.commit()
+            if last > self.lexical_mark:
+                self.lexical_mark = last
+                self._write_lexical_mark()
+            self.snapshot_mark = max(self.snapshot_mark, last)
+
+    def _apply(self, versionstamp: int, table: str, action: str, record: dict[str, Any]) -> None:
+        assert self.lexical is not None
+        to_lexical = versionstamp > self.lexical_mark
+        to_snapshot = versionstamp > self.snapshot_mark
+        if table == "drawer":
+            if action == "delete":
+                if to_lexical:
+                    self.lexical.remove(record["id"])
+                if to_snapshot:
+                    self._remove_drawer(record["id"])
+            else:
+                fields = indexed(record)
+                if to_lexical:
+                    self.lexical.put(fields)
+                if to_snapshot:
+                    self.catalog.put(fields)
+        elif table == "embedding" and to_snapshot:
+            if action == "delete":
+                drawer_id, profile = record["id"]
+                if profile in self.vectors and drawer_id in self.catalog.rows:
+                    self.vectors[profile].remove(self.catalog.rows[drawer_id])
+            else:
+                self._put_vectors(record)
+        if to_snapshot:
+            self._unsaved += 1
+
+    def _remove_drawer(self, drawer_id: str) -> None:
+        row = self.catalog.rows.get(drawer_id)
+        if row is None:
+            return
+        self.catalog.remove(drawer_id)
+        for vectors in self.vectors.values():
+            vectors.remove(row)
+
+    def _put_vectors(self, record: Mapping[str, Any]) -> None:
+        index = self.vectors.get(record.get("profile"))
+        vectors = record.get("vectors") or []
+        if index is None or not vectors or any(len(v) != index.dimensions for v in vectors):
+            return
+        index.put(self.catalog.row(record["drawer"]), vectors)
+
+    # Saving ------------------------------------------------------------------------------
+
+    def _write_lexical_mark(self) -> None:
+        mark = {"version": SCHEMA_VERSION, "watermark": self.lexical_mark}
+        _write_atomically(self.directory / "lexical.json", json.dumps(mark).encode())
+
+    def _save_snapshot(self) -> None:
+        state = {
+            "version": SNAPSHOT_VERSION,
+            "watermark": self.snapshot_mark,
+            "profiles": self.profiles,
+            "catalog": self.catalog.state(),
+            "vectors": {name: index.state() for name, index in self.vectors.items()},
+        }
+        _write_atomically(
+            self.directory / "snapshot.pickle",
+            pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),
+        )
+        self._unsaved = 0
+        self._saved_at = time.monotonic()
+
+    # The follower thread -----------------------------------------------------------------
+
+    def start_following(self) -> None:
+        """Apply changes in the background too, so a search after a large write does not
+        wait for all of it (and, on a shared remote store, other daemons' writes arrive)."""
+        self._follower = threading.Thread(target=self._follow, name="search-follower", daemon=True)
+        self._follower.start()
+
+    def _follow(self) -> None:
+        while not self._stop.wait(FOLLOW_INTERVAL_SECS):
+            try:
+                self.refresh()
+            except Exception:
+                logger.exception("the search indexes could not follow the store")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
+        with self.lock:
+            if self.lexical is None:
+                return
+            self.lexical.commit()
+            self.lexical.close()
+            self.lexical = None
+            self._save_snapshot()
+
+    def status(self) -> dict[str, Any]:
+        """What the status report says of the indexes (without waiting for a catch-up)."""
+        with self.lock:
+            return {
+                "drawers": self.catalog.live,
+                "vectors": {name: len(index) for name, index in self.vectors.items()},
+                "watermark": min(self.lexical_mark, self.snapshot_mark),
+            }
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file, flush it to disk, then rename over `path`: a reader sees the
+    old file or the new one, never half of one."""
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)

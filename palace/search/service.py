@@ -1,0 +1,212 @@
+"""Search and recall: the one service every interface calls (search.md section 1).
+
+It checks the memory mode, resolves the scope, gets a query vector when the ranking wants one,
+runs the legs on the derived indexes and returns the stored drawers verbatim with their score.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from graph import expansion
+from memcastle_project.clock import utc_now
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import InputInvalid, MemCastleError
+from palace.search import lexical
+from palace.search.indexes import SearchIndexes
+from palace.search.query import SearchQuery
+from palace.search.scope import Scope
+from palace.services import PalaceService, drawer_view
+
+if TYPE_CHECKING:
+    from palace.embeddings.profiles import Profile
+    from palace.embeddings.service import EmbeddingService
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60
+
+
+class SemanticUnavailable(MemCastleError):
+    status = 400
+    code = "memcastle::search::semantic_unavailable"
+    help = (
+        "send a query_embedding with its profile, configure an embedding profile that can embed "
+        "text, or search with ranking=lexical (auto falls back by itself)"
+    )
+
+
+class SearchService:
+    def __init__(
+        self,
+        palace: PalaceService,
+        indexes: SearchIndexes,
+        embeddings: EmbeddingService,
+        clock: Callable[[], Any] = utc_now,
+    ) -> None:
+        self.palace = palace
+        self.indexes = indexes
+        self.embeddings = embeddings
+        self.clock = clock
+
+    def search(self, ctx: RequestContext, query: SearchQuery, *, recall: bool = False) -> dict:
+        ctx.require_read("recall" if recall else "search")
+        wing, rooms = self.palace.resolve_place(query.wing, query.room)
+        scope = Scope(
+            wing=wing,
+            rooms=rooms,
+            tags=query.tags,
+            source_kind=query.source_kind,
+            window=query.period.bounds_ns(self.clock()),
+        )
+        profile, vector = self._query_vector(query)
+        ranking = query.ranking
+        if ranking == "auto":
+            ranking = "hybrid" if vector is not None else "lexical"
+        if ranking in ("semantic", "hybrid") and vector is None:
+            raise SemanticUnavailable(
+                f"ranking {ranking!r} needs a query vector and none could be had: "
+                + self._why_no_vector(query)
+            )
+        self.indexes.refresh()
+        with self.indexes.lock:
+            ranked = self._rank(ranking, query, scope, profile, vector)
+        hits = self._hits(ranked[: query.limit])
+        if query.expand and hits:
+            # Related drawers follow the direct hits, which stay as they are (search.md 4).
+            hits += expansion.related_hits(
+                self.palace.repository, self.indexes, scope, hits, query.limit
+            )
+        return {
+            "query": query.text,
+            "ranking": ranking,
+            "profile": profile.name if vector is not None and profile is not None else None,
+            "temporal": query.period.view(),
+            "results": hits,
+        }
+
+    # The query vector --------------------------------------------------------------------
+
+    def _query_vector(self, query: SearchQuery) -> tuple[Profile | None, np.ndarray | None]:
+        """The profile and the vector of the query, or None where it has none. A caller's
+        vector needs an explicit profile; text is embedded only when the ranking may use it."""
+        if query.query_embedding is not None:
+            if query.profile is None:
+                raise InputInvalid(
+                    "profile",
+                    "is required with query_embedding: name the configured embedding profile "
+                    "the vector belongs to",
+                )
+            profile = self.embeddings.profile(query.profile)
+            return profile, self.embeddings.check_vector(
+                profile, query.query_embedding, "query_embedding"
+            )
+        if query.profile is not None:
+            profile = self.embeddings.profile(query.profile)
+        elif self.embeddings.default is not None:
+            profile = self.embeddings.default
+        else:
+            return None, None
+        if query.ranking == "lexical" or not profile.can_embed:
+            return profile, None
+        try:
+            return profile, self.embeddings.embed_query(profile, query.text)
+        except MemCastleError as exc:
+            if query.ranking != "auto":
+                raise SemanticUnavailable(
+                    f"the embedding profile {profile.name!r} could not embed the query: "
+                    f"{exc.message}"
+                ) from None
+            logger.warning(
+                "search: profile %r could not embed the query, answering lexically: %s",
+                profile.name,
+                exc.message,
+            )
+            return profile, None
+
+    def _why_no_vector(self, query: SearchQuery) -> str:
+        if query.profile is None and self.embeddings.default is None:
+            return "no default embedding profile is configured"
+        name = query.profile or (self.embeddings.default.name if self.embeddings.default else "")
+        return f"profile {name!r} only takes vectors sent with the query (query_embedding)"
+
+    # Ranking -----------------------------------------------------------------------------
+
+    def _rank(
+        self,
+        ranking: str,
+        query: SearchQuery,
+        scope: Scope,
+        profile: Profile | None,
+        vector: np.ndarray | None,
+    ) -> list[tuple[str, float, dict[str, float]]]:
+        """(drawer id, score, signals), best first, equal scores by id."""
+        limit = query.limit
+        if ranking == "lexical":
+            return [(i, s, {"lexical": s}) for i, s in self._lexical(query.text, scope, limit)]
+        assert profile is not None and vector is not None
+        if ranking == "semantic":
+            return [
+                (i, s, {"semantic": s}) for i, s in self._semantic(profile, vector, scope, limit)
+            ]
+        pool = max(2 * limit, 20)
+        words = lexical.terms(query.text)
+        lexical_hits = self._lexical_leg(words, scope, pool, every_word=False)
+        semantic_hits = self._semantic(profile, vector, scope, pool)
+        return fuse({"lexical": lexical_hits, "semantic": semantic_hits})
+
+    def _lexical(self, text: str, scope: Scope, limit: int) -> list[tuple[str, float]]:
+        """Every word first; any word only when nothing matched and there are several."""
+        words = lexical.terms(text)
+        hits = self._lexical_leg(words, scope, limit, every_word=True)
+        if not hits and len(words) >= 2:
+            hits = self._lexical_leg(words, scope, limit, every_word=False)
+        return hits
+
+    def _lexical_leg(
+        self, words: list[str], scope: Scope, limit: int, *, every_word: bool
+    ) -> list[tuple[str, float]]:
+        assert self.indexes.lexical is not None
+        return self.indexes.lexical.search(words, scope, limit, every_word=every_word)
+
+    def _semantic(
+        self, profile: Profile, vector: np.ndarray, scope: Scope, limit: int
+    ) -> list[tuple[str, float]]:
+        index = self.indexes.vectors.get(profile.name)
+        if index is None:
+            return []
+        in_scope = self.indexes.catalog.mask(scope)
+        ids = self.indexes.catalog.ids
+        hits = [(ids[row], score) for row, score in index.search(vector, in_scope, limit)]
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[:limit]
+
+    def _hits(self, ranked: list[tuple[str, float, dict[str, float]]]) -> list[dict[str, Any]]:
+        drawers = self.palace.repository.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)
+        hits = []
+        for drawer_id, score, signals in ranked:
+            drawer = drawers.get(drawer_id)
+            if drawer is None:
+                continue  # deleted since the index was read
+            hit = {**drawer_view(drawer), "score": score}
+            if signals:
+                hit["signals"] = signals
+            hits.append(hit)
+        return hits
+
+
+def fuse(legs: dict[str, list[tuple[str, float]]]) -> list[tuple[str, float, dict[str, float]]]:
+    """Reciprocal rank fusion: each drawer scores the sum over the legs that found it of
+    1 / (60 + its 1-based rank there); signals keep each leg's own score."""
+    fused: dict[str, float] = {}
+    signals: dict[str, dict[str, float]] = {}
+    for leg, hits in legs.items():
+        for rank, (drawer_id, score) in enumerate(hits, start=1):
+            fused[drawer_id] = fused.get(drawer_id, 0.0) + 1.0 / (RRF_K + rank)
+            signals.setdefault(drawer_id, {})[leg] = score
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return [(drawer_id, score, signals[drawer_id]) for drawer_id, score in ranked]
