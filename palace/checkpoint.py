@@ -13,13 +13,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from graph.services import EmptyLabel, check_fact_labels
 from jobs import kinds
 from jobs.replay import unit_id
 from jobs.run import JobRun
 from jobs.states import Priority
 from memcastle_project import runtime
 from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid
+from memcastle_project.errors import InputInvalid, NotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.services import Filing
 
@@ -146,6 +147,12 @@ def _fact(index: int, raw: object) -> dict[str, Any]:
         reason = raw.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise _refuse(index, "`fact.reason` must be a non-blank string for a link")
+    try:
+        check_fact_labels(raw)
+    except EmptyLabel as exc:
+        raise EmptyLabel(exc.field, f"`payload` item {index}: ") from None
+    except InputInvalid as exc:
+        raise _refuse(index, exc.message) from None
     return dict(raw)
 
 
@@ -196,11 +203,15 @@ def run(job: JobRun) -> dict[str, Any]:
             if ids[index] not in stored
         ]
         pending = [index for index in indexes if ids[index] not in stored]
+        evidence: dict[int, dict[str, Any]] = {}
         for index, filed in zip(pending, palace.file_batch(ctx, entries, places), strict=True):
             if filed.error is not None:
                 state["failed"] = [*state["failed"], {"index": index, "error": filed.error.message}]
             elif not filed.created:
                 state["duplicates"] += 1
+            if filed.drawer is not None and "fact" in items[index]:
+                evidence[index] = filed.drawer
+        state["failed"] = [*state["failed"], *_apply_facts(job, items, ids, stored, evidence)]
         state["next_index"] = indexes.stop
         job.save(
             state,
@@ -213,6 +224,30 @@ def run(job: JobRun) -> dict[str, Any]:
     if state["failed"]:
         result["failed"] = state["failed"]
     return result
+
+
+def _apply_facts(
+    job: JobRun,
+    items: list[dict[str, Any]],
+    ids: Mapping[int, str],
+    stored: set[str],
+    evidence: dict[int, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Apply the facts of a chunk's items, in order, each with its drawer as evidence; returns
+    the items whose fact failed. The graph writes under ids derived from the drawer, so the
+    facts of a replayed chunk (their drawers already stored) are applied again harmlessly."""
+    graph = runtime.current().graph
+    replayed = [index for index in ids if ids[index] in stored and "fact" in items[index]]
+    if replayed:
+        found = runtime.current().palace.repository.drawers_by_ids(ids[i] for i in replayed)
+        evidence.update({index: found[ids[index]] for index in replayed if ids[index] in found})
+    failed = []
+    for index in sorted(evidence):
+        try:
+            graph.apply_fact(evidence[index], items[index]["fact"], job.requested_by)
+        except (NotFound, InputInvalid) as exc:
+            failed.append({"index": index, "error": exc.message})
+    return failed
 
 
 def _filing(item: Mapping[str, Any], drawer_id: str, job_id: str) -> Filing:

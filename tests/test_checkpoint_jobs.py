@@ -380,7 +380,11 @@ def test_fact_bounds_and_every_fact_op_are_accepted(client: httpx.Client, wing_n
         None,
     ]
     done = wait_job(client, queued["id"])
+    # Every item keeps its drawer; the corrections name no relationship, so their facts fail.
+    failed = done["result"].pop("failed")
     assert done["result"] == {"items": len(items), "duplicates": 0}
+    unknown = "`fact.relationship_id` names no relationship (got 'r')"
+    assert [entry["error"] for entry in failed] == [unknown] * 3
     sourced = drawer(client, derived(done["id"], len(facts)))
     assert sourced["source"] == {"kind": "file", "uri": "file:///notes.md", "agent": "opencode"}
 

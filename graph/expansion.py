@@ -1,0 +1,300 @@
+"""Search expansion through the knowledge graph (search.md section 4, api.md "Expansion").
+
+The direct hits of a search are the seeds. A drawer is related to them when it mentions an
+entity a seed mentions (a shared entity), or an entity one relationship hop away from one of
+those (`seed -> mentions -> entity -> relates_to -> entity <- mentions <- drawer`, the hop taken
+in either direction). A hop is followed only when its relationship held at some instant of the
+search's period, by the same half-open rule as a drawer's validity: closed relationships are not
+followed at a later instant, and both sides of an unresolved conflict are, since both are open.
+A related drawer must itself pass the search's scope and period, the same predicate as the
+direct hits (the search catalog's mask), and is never one of the direct hits.
+
+Best first, deterministically: by the graph signal (1 for each entity the drawer shares with a
+seed, plus half the best confidence of the relationship for each entity it reaches by a hop),
+then by the rank of the best seed it connects to, then by drawer id. `via` names the connecting
+entities, sorted: the drawer's own entities that connect it and, for a hop, the seeds' entities
+at the other end.
+
+The graph is read in one query per search, by record id through the graph edges (never a
+table scan): the seeds' entities, the relationships of those entities held in the period, the
+drawers that mention the entities reached; a second one names the entities of the drawers kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from surrealdb import RecordID
+
+from memcastle_project.store import Store
+from palace.search.scope import OPEN, Scope
+from palace.services import drawer_view
+
+if TYPE_CHECKING:
+    from palace.repository import PalaceRepository
+    from palace.search.catalog import Catalog
+    from palace.search.indexes import SearchIndexes
+
+SHARED_WEIGHT = 1.0
+"""What an entity a related drawer shares with a seed adds to its graph signal."""
+HOP_WEIGHT = 0.5
+"""What an entity one relationship hop away adds, times the relationship's confidence."""
+DEFAULT_CONFIDENCE = 1.0
+"""The confidence of a relationship that records none."""
+
+
+@dataclass(frozen=True)
+class Relationship:
+    """One `relates_to` assertion as expansion needs it: its ends and when it held, in
+    nanoseconds since the epoch (`OPEN` when it has not ended)."""
+
+    subject: str
+    object: str
+    valid_from: int
+    valid_to: int
+    confidence: float = DEFAULT_CONFIDENCE
+
+
+@dataclass(frozen=True)
+class Related:
+    """A drawer expansion appends: its graph signal, the connecting entities (ids from
+    `rank_related`, names from `expand`; sorted) and the 0-based rank of the best direct hit
+    it connects to."""
+
+    drawer_id: str
+    graph: float
+    via: tuple[str, ...]
+    seed_rank: int
+
+
+def held(relationship: Relationship, window: tuple[int, int] | None) -> bool:
+    """Whether the relationship held at some instant of `[start, end)` (None: at any time),
+    by the drawers' rule (`palace/search/scope.py`): it began before the end of the window and
+    had not ended by its start."""
+    if window is None:
+        return True
+    start, end = window
+    return relationship.valid_from < end and relationship.valid_to > start
+
+
+def rank_related(
+    seeds: Sequence[str],
+    seed_entities: Mapping[str, Iterable[str]],
+    relationships: Iterable[Relationship],
+    mentioned_by: Mapping[str, Iterable[str]],
+    in_scope: Callable[[str], bool],
+    window: tuple[int, int] | None,
+    limit: int,
+) -> list[Related]:
+    """The related drawers, best first, at most `limit`, with the entity ids that connect them.
+
+    `seeds` are the direct hits in rank order; `seed_entities` maps a seed to the entities it
+    mentions; `relationships` are (at least) those touching a seed's entity; `mentioned_by`
+    maps an entity to the drawers that mention it; `in_scope` says whether a drawer passes the
+    search's scope and period; `window` is that period in nanoseconds (None: all of time).
+    """
+    if limit <= 0:
+        return []
+    seed_set = set(seeds)
+    # The entities the seeds mention, each with the rank of the best seed mentioning it.
+    shared: dict[str, int] = {}
+    for rank, seed in enumerate(seeds):
+        for entity in seed_entities.get(seed, ()):
+            if entity not in shared:
+                shared[entity] = rank
+    # One hop from them: the best weight, the best seed rank and the entities at the seed end.
+    hopped: dict[str, tuple[float, int, set[str]]] = {}
+    for relationship in relationships:
+        if not held(relationship, window):
+            continue
+        for near, far in (
+            (relationship.subject, relationship.object),
+            (relationship.object, relationship.subject),
+        ):
+            if near not in shared or far in shared:
+                continue
+            confidence = relationship.confidence
+            weight = HOP_WEIGHT * (DEFAULT_CONFIDENCE if confidence is None else confidence)
+            best_weight, best_rank, ends = hopped.get(far, (0.0, len(seeds), set()))
+            ends.add(near)
+            hopped[far] = (max(best_weight, weight), min(best_rank, shared[near]), ends)
+    # The drawers mentioning any of them, with what connects each.
+    found: dict[str, tuple[list[float], int, set[str]]] = {}
+    reached = [(entity, SHARED_WEIGHT, rank, ()) for entity, rank in shared.items()]
+    reached += [(entity, weight, rank, ends) for entity, (weight, rank, ends) in hopped.items()]
+    for entity, weight, rank, ends in sorted(reached, key=lambda item: item[0]):
+        for drawer_id in mentioned_by.get(entity, ()):
+            if drawer_id in seed_set or not in_scope(drawer_id):
+                continue
+            weights, best_rank, via = found.get(drawer_id, ([], len(seeds), set()))
+            weights.append(weight)
+            via.add(entity)
+            via.update(ends)
+            found[drawer_id] = (weights, min(best_rank, rank), via)
+    related = [
+        Related(drawer_id, round(sum(weights), 6), tuple(sorted(via)), rank)
+        for drawer_id, (weights, rank, via) in found.items()
+    ]
+    related.sort(key=lambda item: (-item.graph, item.seed_rank, item.drawer_id))
+    return related[:limit]
+
+
+# Reading the graph ---------------------------------------------------------------------------
+
+# A relationship held at some instant of [$start, $end) (nanoseconds), the drawers' rule.
+_HELD = (
+    "time::nano(valid_from) < $end "
+    "AND (valid_to = NONE OR valid_to = NULL OR time::nano(valid_to) > $start)"
+)
+# One round trip: the seeds' entities, the relationships of those held in the period (either
+# direction), and the drawers mentioning every entity reached. Only keys and numbers come back:
+# decoding record ids and datetimes costs more than the engine's work here.
+_NEIGHBOURHOOD = """
+LET $rows = SELECT id, ->mentions->entity AS entities FROM $seeds;
+LET $shared = array::distinct(array::flatten($rows.entities));
+LET $held = SELECT in, out, confidence, time::nano(valid_from) AS since,
+        (IF valid_to THEN time::nano(valid_to) ELSE NONE END) AS until
+    FROM array::distinct(array::flatten(
+        (SELECT VALUE array::concat(->relates_to, <-relates_to) FROM $shared)))
+    WHERE {held};
+LET $reached = array::distinct(array::concat($shared, $held.in, $held.out));
+RETURN {{
+    seeds: $rows.map(|$r| [record::id($r.id), $r.entities.map(|$e| record::id($e))]),
+    relationships: $held.map(
+        |$r| [record::id($r.in), record::id($r.out), $r.confidence, $r.since, $r.until]),
+    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
+        FROM $reached)
+}};
+"""
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """What expansion reads of the graph around the seeds."""
+
+    seed_entities: dict[str, list[str]]
+    relationships: list[Relationship]
+    mentioned_by: dict[str, list[str]]
+
+
+def neighbourhood(
+    store: Store, seeds: Sequence[str], window: tuple[int, int] | None
+) -> Neighbourhood:
+    """The seeds' entities, the relationships of those held in `window` (None: ever), and the
+    drawers that mention each entity reached, in one query."""
+    sql = _NEIGHBOURHOOD.format(held="true" if window is None else _HELD)
+    variables: dict[str, Any] = {"seeds": [RecordID("drawer", seed) for seed in seeds]}
+    if window is not None:
+        variables["start"], variables["end"] = window
+    answer = store.one(sql, variables)
+    return Neighbourhood(
+        seed_entities={str(seed): _keys(entities) for seed, entities in answer["seeds"]},
+        relationships=[
+            Relationship(
+                subject=str(subject),
+                object=str(obj),
+                valid_from=int(since),
+                valid_to=OPEN if until is None else int(until),
+                confidence=DEFAULT_CONFIDENCE if confidence is None else float(confidence),
+            )
+            for subject, obj, confidence, since, until in answer["relationships"]
+        ],
+        mentioned_by={str(entity): _keys(drawers) for entity, drawers in answer["drawers"]},
+    )
+
+
+def _keys(values: Any) -> list[str]:
+    return [str(value) for value in values or () if value is not None]
+
+
+def entity_names(store: Store, entities: Iterable[str]) -> dict[str, str]:
+    """Each entity's name."""
+    ids = [RecordID("entity", entity) for entity in sorted(set(entities))]
+    if not ids:
+        return {}
+    rows = store.one("SELECT VALUE [record::id(id), name] FROM $ids", {"ids": ids})
+    return {str(key): str(name) for key, name in rows if name is not None}
+
+
+def expand(
+    store: Store,
+    seeds: Sequence[str],
+    in_scope: Callable[[str], bool],
+    window: tuple[int, int] | None,
+    limit: int,
+) -> list[Related]:
+    """The drawers related to the direct hits `seeds` (in rank order), best first, at most
+    `limit`, none of them a seed; `in_scope` and `window` are the search's scope and period.
+    `via` holds entity names."""
+    if not seeds or limit <= 0:
+        return []
+    found = neighbourhood(store, seeds, window)
+    related = rank_related(
+        seeds,
+        found.seed_entities,
+        found.relationships,
+        found.mentioned_by,
+        in_scope,
+        window,
+        limit,
+    )
+    names = entity_names(store, {entity for item in related for entity in item.via})
+    return [
+        Related(
+            item.drawer_id,
+            item.graph,
+            tuple(sorted({names.get(entity, entity) for entity in item.via})),
+            item.seed_rank,
+        )
+        for item in related
+    ]
+
+
+# In a search ---------------------------------------------------------------------------------
+
+
+def in_catalog(catalog: Catalog, scope: Scope) -> Callable[[str], bool]:
+    """Whether a drawer passes `scope`, by the search catalog's mask: the very predicate the
+    direct hits passed. Call it under the indexes' lock; the answer is a snapshot (a drawer
+    the catalog gains afterwards is out of it)."""
+    mask = catalog.mask(scope)
+    rows = catalog.rows
+
+    def passes(drawer_id: str) -> bool:
+        row = rows.get(drawer_id)
+        return row is not None and row < len(mask) and bool(mask[row])
+
+    return passes
+
+
+def related_hits(
+    repository: PalaceRepository,
+    indexes: SearchIndexes,
+    scope: Scope,
+    direct: Sequence[Mapping[str, Any]],
+    limit: int,
+) -> list[dict[str, Any]]:
+    """The hits expansion appends after `direct`: each the stored drawer verbatim with `score`
+    and `signals.graph` (its graph signal) and `via` (the connecting entities' names)."""
+    if not direct:
+        return []
+    with indexes.lock:
+        in_scope = in_catalog(indexes.catalog, scope)
+    related = expand(repository.store, [hit["id"] for hit in direct], in_scope, scope.window, limit)
+    drawers = repository.drawers_by_ids(item.drawer_id for item in related)
+    hits = []
+    for item in related:
+        drawer = drawers.get(item.drawer_id)
+        if drawer is None:
+            continue  # deleted since the graph was read
+        hits.append(
+            {
+                **drawer_view(drawer),
+                "score": item.graph,
+                "signals": {"graph": item.graph},
+                "via": list(item.via),
+            }
+        )
+    return hits

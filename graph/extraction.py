@@ -1,0 +1,511 @@
+"""The `extract` job: read every current mined drawer and note not read yet into the graph.
+
+A run first settles the drawers that stopped being current since they were read: the open facts
+read from a superseded or retired drawer are closed at the instant it stopped being current
+(`GraphService.close_facts_of`). It then selects the drawers to read: current, with a mining
+origin (`source.origin`) or `source.kind = "note"`, without a `drawer_extraction` marker,
+optionally of one wing, oldest `created_at` first (checkpoint, diary and manual drawers are never
+read). They are given to the provider in batches of its `batch_size`; a batch is one unit of
+work (pause and cancel land between batches). Each answer is normalised into the closed
+vocabulary (`providers.normalise`) and recorded with `GraphService.record_extraction`, which
+writes the marker last; a drawer that replaced one read before then has its facts linked
+`supersedes` the predecessor's (`GraphService.link_successor_facts`). The markers are the
+cursor: a resumed or later run selects only the drawers still unread, so a crash replays at most
+one drawer's writes (their ids are derived from the drawer and the fact), and a provider that
+fails (`memcastle::extract::failed`) leaves the drawers it did not reach to the next run.
+
+An extracted fact is valid from the source's `occurred_at` (on the drawer's origin, else on the
+mined document when the drawer holds its current revision), else from the drawer's `valid_from`,
+and never from later than now.
+
+`Sweeper` queues one automatically after a mining job completes, after a note is written, and
+at start-up, when a provider is configured, with at most one waiting at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from surrealdb import RecordID
+
+from graph import providers
+from graph.providers import ExtractNotConfigured, Item
+from jobs import kinds
+from jobs.run import JobRun
+from jobs.states import Priority
+from memcastle_project import runtime
+from memcastle_project.clock import utc_now
+from memcastle_project.config import ExtractionConfig
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import InputInvalid, MemCastleError
+from memcastle_project.events import Event, EventBus
+from memcastle_project.logs import fields
+from memcastle_project.store import Store
+from palace.repository import CURRENT
+from palace.services import WingNotFound
+
+if TYPE_CHECKING:
+    from jobs.services import JobService
+
+logger = logging.getLogger(__name__)
+
+PARAMETERS = ("wing",)
+# Who an automatic extract job is recorded as requested by.
+SWEEP_REQUESTER = "auto"
+# After a note or a mining job, how long the sweeper gathers more before it looks at the queue.
+GATHER_SECS = 0.2
+GATHER_MAX_SECS = 2.0
+# How far back a replacement's lineage is followed to the nearest drawer that was read.
+LINEAGE_STEPS = 100
+# The preference level a provider is told (ADR-048): the default level of every source.
+DEFAULT_PREFERENCE = "normal"
+DRAWER_FIELDS = (
+    "record::id(id) AS id, wing, room, name, source, valid_from, valid_to, supersedes, "
+    "superseded_by, created_at"
+)
+
+
+class ExtractionRepository:
+    """The reads the job makes of drawers, mined documents and the graph's markers."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def read_drawers(self) -> set[str]:
+        """The drawers with a `drawer_extraction` marker."""
+        return set(self.store.one("SELECT VALUE record::id(id) FROM drawer_extraction"))
+
+    def readable(self, wing_id: str | None) -> list[tuple[Any, str]]:
+        """`(created_at, id)` of every current mined drawer and note, of one wing or all."""
+        where = f"{CURRENT} AND (source.origin != NONE OR source.kind = 'note')"
+        if wing_id is not None:
+            where += " AND wing = $wing"
+        rows = self.store.one(
+            f"SELECT record::id(id) AS id, created_at FROM drawer WHERE {where}", {"wing": wing_id}
+        )
+        return [(row["created_at"], row["id"]) for row in rows]
+
+    def closed(self, wing_id: str | None) -> list[dict[str, Any]]:
+        """`{id, valid_to}` of every drawer that stopped being current (not in the future)."""
+        where = "valid_to != NONE AND valid_to <= time::now()"
+        if wing_id is not None:
+            where += " AND wing = $wing"
+        return self.store.one(
+            f"SELECT record::id(id) AS id, valid_to FROM drawer WHERE {where}", {"wing": wing_id}
+        )
+
+    def with_open_facts(self, drawer_ids: list[str]) -> set[str]:
+        """Those of `drawer_ids` that some open extracted fact was read from."""
+        if not drawer_ids:
+            return set()
+        rows = self.store.one(
+            "SELECT provenance.drawer AS drawer FROM relates_to WHERE provenance.drawer IN $ids "
+            "AND valid_to = NONE GROUP BY drawer",
+            {"ids": drawer_ids},
+        )
+        return {row["drawer"] for row in rows}
+
+    def drawers(self, drawer_ids: Iterable[str], *, content: bool = False) -> dict[str, dict]:
+        ids = [RecordID("drawer", drawer_id) for drawer_id in drawer_ids]
+        if not ids:
+            return {}
+        extra = ", content" if content else ""
+        rows = self.store.one(f"SELECT {DRAWER_FIELDS}{extra} FROM $ids", {"ids": ids})
+        return {row["id"]: row for row in rows}
+
+    def document_times(self, drawers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """`occurred_at` of each mined drawer's document, by drawer id, when the document's
+        current revision is the drawer's."""
+        wanted: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for drawer in drawers:
+            origin = _origin(drawer)
+            if origin.get("source_id") and origin.get("document") is not None:
+                key = (str(origin["source_id"]), str(origin["document"]))
+                wanted.setdefault(key, []).append(drawer)
+        if not wanted:
+            return {}
+        rows = self.store.one(
+            "SELECT id, revision, occurred_at FROM $ids",
+            {"ids": [RecordID("source_document", list(key)) for key in wanted]},
+        )
+        found: dict[str, Any] = {}
+        for row in rows:
+            key = tuple(row["id"]) if isinstance(row["id"], list) else None
+            if key is None or row.get("occurred_at") is None:
+                continue
+            for drawer in wanted.get(key, []):  # type: ignore[arg-type]
+                if _origin(drawer).get("revision") == row.get("revision"):
+                    found[drawer["id"]] = row["occurred_at"]
+        return found
+
+    def marked_by(self, job_id: str) -> list[str]:
+        return self.store.one(
+            "SELECT VALUE record::id(id) FROM drawer_extraction WHERE job = $job", {"job": job_id}
+        )
+
+
+def _origin(drawer: Mapping[str, Any]) -> Mapping[str, Any]:
+    source = drawer.get("source") or {}
+    origin = source.get("origin") if isinstance(source, Mapping) else None
+    return origin if isinstance(origin, Mapping) else {}
+
+
+def _instant(raw: object) -> dt.datetime | None:
+    if isinstance(raw, dt.datetime):
+        return raw if raw.tzinfo else raw.replace(tzinfo=dt.UTC)
+    if isinstance(raw, str):
+        try:
+            parsed = dt.datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+    return None
+
+
+def fact_valid_from(
+    drawer: Mapping[str, Any], document_time: object, now: dt.datetime
+) -> dt.datetime:
+    """From the origin's `occurred_at`, else the document's, else the drawer's `valid_from`;
+    never later than `now`."""
+    for raw in (_origin(drawer).get("occurred_at"), document_time, drawer.get("valid_from")):
+        instant = _instant(raw)
+        if instant is not None:
+            return min(instant.astimezone(dt.UTC), now)
+    return now
+
+
+def context_of(drawer: Mapping[str, Any]) -> dict[str, Any]:
+    """What a provider is told about a drawer besides its text (ADR-048)."""
+    source = drawer.get("source") or {}
+    context: dict[str, Any] = {
+        "drawer": drawer["id"],
+        "source_kind": source.get("kind"),
+        "preference": DEFAULT_PREFERENCE,
+    }
+    origin = _origin(drawer)
+    if origin:
+        context["origin"] = dict(origin)
+    return context
+
+
+# Submitting.
+
+
+def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters as stored on the job; refused at submission without a provider."""
+    unknown = sorted(set(body) - set(PARAMETERS))
+    if unknown:
+        raise InputInvalid(
+            unknown[0], f"is not an extract job parameter (known: {', '.join(PARAMETERS)})"
+        )
+    current = runtime.current()
+    if not current.config.extraction.configured:
+        raise ExtractNotConfigured("no extraction provider is configured")
+    params: dict[str, Any] = {}
+    wing = body.get("wing")
+    if wing is not None:
+        if not isinstance(wing, str) or not wing:
+            raise InputInvalid("wing", "must be a wing's name")
+        current.palace.find_wing(wing)
+        params["wing"] = wing
+    return params
+
+
+# Running.
+
+# One extract run at a time in a process: two would select the same drawers and read them twice.
+_run_lock = threading.Lock()
+# How often a run waiting for another checks for a pause or cancel.
+WAIT_SLICE_SECS = 0.25
+
+
+def run(job: JobRun) -> dict[str, Any]:
+    while not _run_lock.acquire(timeout=WAIT_SLICE_SECS):
+        job.check()
+    try:
+        return Extraction(job).run()
+    finally:
+        _run_lock.release()
+
+
+class Extraction:
+    """One run of an extract job."""
+
+    def __init__(self, job: JobRun) -> None:
+        current = runtime.current()
+        self.job = job
+        self.config: ExtractionConfig = current.config.extraction
+        provider = providers.for_config(self.config)
+        if provider is None:
+            raise ExtractNotConfigured("no extraction provider is configured")
+        self.provider = provider
+        self.graph = current.graph
+        self.repository = ExtractionRepository(current.store)
+        self.palace = current.palace
+        self.state: dict[str, Any] = {
+            "drawers": 0,
+            "entities": 0,
+            "relations": 0,
+            "closed": 0,
+            **job.checkpoint,
+        }
+
+    def result(self) -> dict[str, Any]:
+        return {key: self.state[key] for key in ("drawers", "entities", "relations", "closed")}
+
+    def run(self) -> dict[str, Any]:
+        wing_id = None
+        if self.job.params.get("wing") is not None:
+            try:
+                wing_id = self.palace.find_wing(self.job.params["wing"])["id"]
+            except WingNotFound:
+                # Deleted since the job was submitted: nothing of it is left to read.
+                self.job.save(
+                    self.state, current=0, total=0, message="the wing no longer exists", last=True
+                )
+                return self.result()
+        if self.job.resumed:
+            # A crash between recording a replacement and linking it to its predecessor.
+            self._link_successors(self.repository.marked_by(self.job.job_id))
+        read = self.repository.read_drawers()
+        self._close_superseded(wing_id, read)
+        unread = [
+            drawer for _, drawer in sorted(self.repository.readable(wing_id)) if drawer not in read
+        ]
+        done = self.state["drawers"]
+        total = done + len(unread)
+        if not unread:
+            self.job.save(
+                self.state, current=total, total=total, message="nothing left to read", last=True
+            )
+            return self.result()
+        size = self.provider.batch_size
+        for start in range(0, len(unread), size):
+            batch = unread[start : start + size]
+            # Drawers deleted or closed meanwhile are neither read nor left to do.
+            total -= len(batch) - self._read(batch)
+            last = start + size >= len(unread)
+            self.job.save(
+                self.state,
+                current=self.state["drawers"],
+                total=total,
+                message="done" if last else f"drawer {self.state['drawers']} of {total}",
+                last=last,
+            )
+        return self.result()
+
+    def _close_superseded(self, wing_id: str | None, read: set[str]) -> None:
+        """Close the open facts of every drawer read before that stopped being current, at the
+        instant it did."""
+        closed = [row for row in self.repository.closed(wing_id) if row["id"] in read]
+        open_ = self.repository.with_open_facts([row["id"] for row in closed])
+        for row in closed:
+            if row["id"] in open_:
+                self.graph.close_facts_of(row["id"], row["valid_to"])
+                self.state["closed"] += 1
+
+    def _read(self, batch: list[str]) -> int:
+        """Read one batch; returns how many of its drawers were still there to read."""
+        drawers = self.repository.drawers(batch, content=True)
+        # Oldest first, as selected; a drawer no longer current since is left alone.
+        ordered = [drawers[drawer] for drawer in batch if drawer in drawers]
+        ordered = [drawer for drawer in ordered if _is_current(drawer)]
+        times = self.repository.document_times(ordered)
+        items = [Item(drawer.get("content") or "", context_of(drawer)) for drawer in ordered]
+        answers = self.provider.extract(items)
+        for drawer, answer in zip(ordered, answers, strict=False):
+            entities, relations = providers.normalise(
+                answer,
+                min_confidence=self.config.min_confidence,
+                max_entities=self.config.max_entities,
+                max_relations=self.config.max_relations,
+            )
+            record = {key: value for key, value in drawer.items() if key != "content"}
+            written_entities, written_relations = self.graph.record_extraction(
+                record,
+                entities,
+                relations,
+                extractor=self.provider.name,
+                job_id=self.job.job_id,
+                valid_from=fact_valid_from(drawer, times.get(drawer["id"]), utc_now()),
+            )
+            self.state["drawers"] += 1
+            self.state["entities"] += written_entities
+            self.state["relations"] += written_relations
+            if drawer.get("supersedes"):
+                self._link_successors([drawer["id"]], {drawer["id"]: drawer})
+        return len(ordered)
+
+    def _link_successors(
+        self, drawer_ids: list[str], known: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> None:
+        """Link the facts of each drawer that replaced another `supersedes` those of the nearest
+        predecessor that was read (following the drawers' explicit lineage only)."""
+        drawers = dict(known or {})
+        missing = [drawer for drawer in drawer_ids if drawer not in drawers]
+        drawers.update(self.repository.drawers(missing))
+        read: set[str] | None = None
+        for drawer_id in drawer_ids:
+            drawer = drawers.get(drawer_id)
+            if drawer is None or not drawer.get("supersedes"):
+                continue
+            if read is None:
+                read = self.repository.read_drawers()
+            predecessor = drawer["supersedes"]
+            for _ in range(LINEAGE_STEPS):
+                if predecessor in read:
+                    self.graph.link_successor_facts(predecessor, drawer_id)
+                    break
+                row = self.repository.drawers([predecessor]).get(predecessor)
+                if row is None or not row.get("supersedes"):
+                    break
+                predecessor = row["supersedes"]
+
+
+def _is_current(drawer: Mapping[str, Any]) -> bool:
+    valid_to = _instant(drawer.get("valid_to"))
+    return valid_to is None or valid_to > utc_now()
+
+
+EXTRACT = kinds.register(
+    kinds.JobKind(
+        name="extract",
+        priority=Priority.LOW,
+        parse=parse,
+        run=run,
+        gate=lambda params: "extract",
+        summary="read the mined drawers and notes not read yet into the knowledge graph",
+        # It writes the graph only, never a drawer: deletes need not wait.
+        writes_palace=lambda params: False,
+    )
+)
+
+
+# Queued automatically.
+
+
+def start_sweeps(
+    config: ExtractionConfig, jobs: JobService, events: EventBus, store: Store
+) -> None:
+    """Queue an extract job now and after mining jobs and notes (see `Sweeper`), when a provider
+    is configured; called once the job workers run, by the daemon and by `memcastle worker`."""
+    Sweeper(config, jobs, events, store).start()
+
+
+class Sweeper:
+    """Queues an extract job at start-up, after a mining job completes and after a note is
+    written, when a provider is configured. Coalesced: none is queued while one is already
+    waiting (a running one does not count, so what is written during a run is read by the
+    next)."""
+
+    def __init__(
+        self, config: ExtractionConfig, jobs: JobService, events: EventBus, store: Store
+    ) -> None:
+        self.config = config
+        self.jobs = jobs
+        self.events = events
+        self.store = store
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.configured
+
+    def start(self) -> None:
+        """Queue one now and follow this process's events until the event bus closes."""
+        if not self.enabled or self._thread is not None:
+            return
+        self.queue(at_start_up=True)
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._follow()),
+            name="memcastle-extract-sweeps",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def queue(self, *, at_start_up: bool = False) -> dict[str, Any] | None:
+        """Submit an extract job unless one is already queued; returns the job submitted.
+
+        At start-up a running one counts too (a job recovered from a crash may have been
+        claimed already): nothing was written since, so it leaves nothing for another."""
+        with self._lock:
+            try:
+                statuses = ("queued", "running") if at_start_up else ("queued",)
+                for status in statuses:
+                    _, waiting = self.jobs.repository.list(
+                        status=status, kind="extract", limit=1, offset=0
+                    )
+                    if waiting:
+                        logger.debug("extract sweep: a job is already %s", status)
+                        return None
+                return self.jobs.submit(
+                    RequestContext.build(requested_by=SWEEP_REQUESTER), {"type": "extract"}
+                )
+            except MemCastleError as exc:
+                logger.warning(
+                    "could not queue an extract job; the next mining job, note or start tries "
+                    "again",
+                    extra=fields(error=exc.code),
+                )
+                return None
+
+    async def _follow(self) -> None:
+        subscription = self.events.subscribe()
+        try:
+            while True:
+                event = await subscription.next(3600)
+                if event is None:
+                    if subscription.closed:
+                        return
+                    continue
+                created: list[str] = []
+                wanted = _wanted(event, created)
+                if not wanted and not created:
+                    continue
+                # Let the rest of a burst arrive, then look once.
+                until = asyncio.get_running_loop().time() + GATHER_MAX_SECS
+                while asyncio.get_running_loop().time() < until:
+                    more = await subscription.next(GATHER_SECS)
+                    if more is None:
+                        break
+                    wanted = _wanted(more, created) or wanted
+                if subscription.closed:
+                    return
+                if not wanted:
+                    wanted = await asyncio.to_thread(self._has_note, created)
+                if wanted:
+                    await asyncio.to_thread(self.queue)
+        finally:
+            subscription.cancel()
+
+    def _has_note(self, drawer_ids: list[str]) -> bool:
+        try:
+            return bool(
+                self.store.one(
+                    "SELECT VALUE record::id(id) FROM $ids WHERE source.kind = 'note' LIMIT 1",
+                    {"ids": [RecordID("drawer", drawer) for drawer in drawer_ids]},
+                )
+            )
+        except MemCastleError as exc:
+            logger.warning("could not read the drawers just filed", extra=fields(error=exc.code))
+            return False
+
+
+def _wanted(event: Event, created: list[str]) -> bool:
+    """Whether `event` calls for an extract job by itself (a mining job completed, or this
+    follower fell behind); a drawer filed is added to `created`, to be looked at for notes."""
+    if event.kind == "resync":
+        return True
+    if event.kind == "job":
+        return event.data.get("job_kind") == "mine" and event.data.get("status") == "completed"
+    if event.kind == "drawer" and event.data.get("action") == "created":
+        drawer = event.data.get("id")
+        if isinstance(drawer, str):
+            created.append(drawer)
+    return False

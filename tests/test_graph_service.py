@@ -1,0 +1,607 @@
+"""`GraphService` on a real (in-memory) store: the extract job's seam (`record_extraction`,
+`close_facts_of`, `link_successor_facts`), checkpoint facts (`apply_fact`) and the reads with
+their lifecycle. The end-to-end behaviour over HTTP is in test_graph_api.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from typing import Any
+
+import pytest
+
+from graph.repository import GraphRepository
+from graph.services import (
+    EmptyLabel,
+    EntityNotFound,
+    GraphService,
+    RelationshipNotFound,
+    check_fact_labels,
+)
+from memcastle_project.context import RequestContext
+from memcastle_project.errors import InputInvalid, ModeForbidden
+from memcastle_project.store import Store
+from palace.repository import PalaceRepository
+from palace.services import DrawerNotFound, Filing, PalaceService
+
+T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, days: float) -> dt.datetime:
+        self.now += dt.timedelta(days=days)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def graph(store: Store, clock: Clock) -> GraphService:
+    return GraphService(GraphRepository(store), clock=clock)
+
+
+@pytest.fixture
+def palace(store: Store, clock: Clock) -> PalaceService:
+    return PalaceService(PalaceRepository(store), clock=clock)
+
+
+@pytest.fixture
+def ctx() -> RequestContext:
+    return RequestContext.build()
+
+
+def drawer(palace: PalaceService, ctx: RequestContext, content: str, **source: Any) -> dict:
+    filed, _ = palace.file(
+        ctx, "graph", "notes", Filing(content=content, source={"kind": "manual", **source})
+    )
+    return filed
+
+
+def mined(palace: PalaceService, ctx: RequestContext, content: str, document: str) -> dict:
+    record = drawer(palace, ctx, content)
+    record["source"] = {
+        "kind": "file",
+        "origin": {
+            "source_id": "src-1",
+            "source": "directory",
+            "document": document,
+            "chunk": 0,
+            "revision": "rev-1",
+        },
+    }
+    return record
+
+
+def rels(graph: GraphService, ctx: RequestContext, entity_id: str, **options: Any) -> list:
+    return graph.relationships(ctx, entity_id, **options)["relationships"]
+
+
+def entity_id(graph: GraphService, name: str, kind: str = "other") -> str:
+    return graph.resolve(name, kind).entity["id"]
+
+
+def test_record_extraction_writes_everything_once(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, store: Store
+) -> None:
+    source = mined(palace, ctx, "Alice works on MemCastle. MemCastle uses SurrealDB.", "team.md")
+    entities = [
+        {"name": "Alice", "kind": "person"},
+        {"name": "MemCastle", "kind": "project"},
+        {"name": "SurrealDB", "kind": "tool"},
+        {"name": "Memcastle", "kind": "project"},  # a spelling of the same entity
+    ]
+    relations = [
+        {"subject": "Alice", "predicate": "works_on", "object": "MemCastle", "confidence": 0.6},
+        {"subject": "MemCastle", "predicate": "uses", "object": "SurrealDB", "confidence": 0.6},
+        {"subject": "Memcastle", "predicate": "uses", "object": "SurrealDB", "confidence": 0.6},
+        {"subject": "Alice", "predicate": "uses", "object": "Alice", "confidence": 0.6},
+        {"subject": "Alice", "predicate": "owns", "object": "Nobody", "confidence": 0.6},
+    ]
+    counts = graph.record_extraction(
+        source, entities, relations, extractor="heuristic", job_id="job-1", valid_from=T0
+    )
+    assert counts == (3, 2)
+    again = graph.record_extraction(
+        source, entities, relations, extractor="heuristic", job_id="job-1", valid_from=T0
+    )
+    assert again == (3, 2)
+    assert len(store.one("SELECT * FROM relates_to")) == 2
+    assert len(store.one("SELECT * FROM mentions")) == 3
+    assert len(store.one("SELECT * FROM entity")) == 3
+    marker = graph.repository.marker(source["id"])
+    assert (marker["extractor"], marker["entities"], marker["relations"], marker["job"]) == (
+        "heuristic",
+        3,
+        2,
+        "job-1",
+    )
+    alice = entity_id(graph, "Alice", "person")
+    [works_on] = rels(graph, ctx, alice)
+    assert works_on["predicate"] == "works_on"
+    assert works_on["provenance"] == {
+        "drawer": source["id"],
+        "extractor": "heuristic",
+        "job_id": "job-1",
+        "extracted_at": T0,
+        "origin": {
+            "source_id": "src-1",
+            "source": "directory",
+            "provider": "directory",
+            "document": "team.md",
+            "chunk": 0,
+            "revision": "rev-1",
+        },
+    }
+    assert "assertion" not in works_on
+    assert works_on["lifecycle"] == {"state": "current", "links": []}
+    [mention] = graph.mentions(ctx, alice)["mentions"]
+    assert mention["observation"] == {"name": "Alice", "rule": "new", "confidence": 1.0}
+    assert mention["drawer"]["id"] == source["id"]
+    assert mention["provenance"]["drawer"] == source["id"]
+
+
+def test_an_empty_answer_still_writes_the_marker(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    source = drawer(palace, ctx, "nothing to see")
+    assert graph.record_extraction(
+        source, [], [], extractor="command", job_id=None, valid_from=T0
+    ) == (0, 0)
+    marker = graph.repository.marker(source["id"])
+    assert (marker["entities"], marker["relations"], "job" in marker) == (0, 0, False)
+
+
+def test_extracted_validity_is_never_later_than_now(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    source = drawer(palace, ctx, "A uses B")
+    graph.record_extraction(
+        source,
+        [{"name": "Aaa", "kind": "tool"}, {"name": "Bbb", "kind": "tool"}],
+        [{"subject": "Aaa", "predicate": "uses", "object": "Bbb", "confidence": 0.5}],
+        extractor="heuristic",
+        job_id=None,
+        valid_from=T0 + dt.timedelta(days=30),
+    )
+    [row] = rels(graph, ctx, entity_id(graph, "Aaa", "tool"))
+    assert row["valid_from"] == T0
+
+
+def located(graph: GraphService, source: dict, place: str, confidence: float = 0.6) -> None:
+    graph.record_extraction(
+        source,
+        [{"name": "Alice", "kind": "person"}, {"name": place, "kind": "place"}],
+        [
+            {
+                "subject": "Alice",
+                "predicate": "located_in",
+                "object": place,
+                "confidence": confidence,
+            }
+        ],
+        extractor="heuristic",
+        job_id=None,
+        valid_from=source["valid_from"],
+    )
+
+
+def test_inferred_confirms_and_contradicts(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    first = drawer(palace, ctx, "Alice is based in Berlin.")
+    located(graph, first, "Berlin")
+    clock.advance(1)
+    second = drawer(palace, ctx, "Alice lives in Berlin now.")
+    located(graph, second, "Berlin")
+    clock.advance(1)
+    third = drawer(palace, ctx, "Alice is based in Paris.")
+    located(graph, third, "Paris", confidence=0.8)
+    alice = entity_id(graph, "Alice", "person")
+    listed = {(r["provenance"]["drawer"], r["to"]): r for r in rels(graph, ctx, alice)}
+    assert len(listed) == 3
+    paris = next(r for r in listed.values() if r["provenance"]["drawer"] == third["id"])
+    assert paris["lifecycle"]["state"] == "conflicting"
+    assert paris["lifecycle"]["preferred"] == paris["id"]
+    assert paris["lifecycle"]["basis"] == ["explicit", "confidence"]
+    kinds = sorted((link["kind"], link["origin"]) for link in paris["lifecycle"]["links"])
+    assert kinds == [("contradicts", "inferred"), ("contradicts", "inferred")]
+    assert {link["reason"] for link in paris["lifecycle"]["links"]} == {
+        "v1: different objects for a single-valued predicate"
+    }
+    berlin = next(r for r in listed.values() if r["provenance"]["drawer"] == second["id"])
+    assert sorted(link["kind"] for link in berlin["lifecycle"]["links"]) == [
+        "confirms",
+        "contradicts",
+    ]
+    confirms = next(link for link in berlin["lifecycle"]["links"] if link["kind"] == "confirms")
+    assert confirms["reason"] == "v1: same resolved subject, predicate and object"
+    assert confirms["evidence"] == second["id"]
+    # Before Paris was stated, no conflict: the inferred link counts, but Paris was not open.
+    before = rels(graph, ctx, alice, as_of=(T0 + dt.timedelta(hours=30)).isoformat())
+    assert {r["lifecycle"]["state"] for r in before} == {"current"}
+    assert len(before) == 2
+
+
+def test_multi_valued_predicates_get_no_contradiction(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    for tool in ("Python", "Rust"):
+        graph.record_extraction(
+            drawer(palace, ctx, f"Alice uses {tool}."),
+            [{"name": "Alice", "kind": "person"}, {"name": tool, "kind": "tool"}],
+            [{"subject": "Alice", "predicate": "uses", "object": tool, "confidence": 0.6}],
+            extractor="heuristic",
+            job_id=None,
+            valid_from=T0,
+        )
+    for row in rels(graph, ctx, entity_id(graph, "Alice", "person")):
+        assert row["lifecycle"] == {"state": "current", "links": []}
+
+
+def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    old = drawer(palace, ctx, "Alice is based in Berlin.")
+    located(graph, old, "Berlin")
+    closed_at = clock.advance(2)
+    new = drawer(palace, ctx, "Alice is based in Paris.")
+    new["valid_from"] = closed_at
+    closed = graph.close_facts_of(old["id"], closed_at)
+    assert [(r["valid_to"], r["provenance"]["drawer"]) for r in closed] == [(closed_at, old["id"])]
+    assert graph.close_facts_of(old["id"], closed_at) == []
+    located(graph, new, "Paris")
+    assert graph.link_successor_facts(old["id"], new["id"]) == 1
+    assert graph.link_successor_facts(old["id"], new["id"]) == 1  # found made, not duplicated
+    alice = entity_id(graph, "Alice", "person")
+    assert [r["to"] for r in rels(graph, ctx, alice)] == [entity_id(graph, "Paris", "place")]
+    everything = rels(graph, ctx, alice, include_expired="true")
+    states = {r["provenance"]["drawer"]: r["lifecycle"]["state"] for r in everything}
+    assert states == {old["id"]: "superseded", new["id"]: "current"}
+    berlin = next(r for r in everything if r["provenance"]["drawer"] == old["id"])
+    [link] = [link for link in berlin["lifecycle"]["links"] if link["kind"] == "supersedes"]
+    assert (link["origin"], link["reason"], link["evidence"]) == (
+        "inferred",
+        "v1: successor drawer replaced this source's earlier assertion",
+        new["id"],
+    )
+    # At the old instant, Berlin was current and Paris did not hold yet.
+    then = rels(graph, ctx, alice, as_of=(T0 + dt.timedelta(days=1)).isoformat())
+    assert [(r["to"], r["lifecycle"]["state"]) for r in then] == [
+        (entity_id(graph, "Berlin", "place"), "current")
+    ]
+
+
+def checkpoint_drawer(palace: PalaceService, ctx: RequestContext, text: str) -> dict:
+    return drawer(palace, ctx, text)
+
+
+def test_checkpoint_add_supersede_invalidate_link(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock, store: Store
+) -> None:
+    evidence = checkpoint_drawer(palace, ctx, "The backend is deployed on Fly.")
+    fact = {"op": "add", "subject": "backend", "predicate": " Deployed_On ", "object": "Fly"}
+    added = graph.apply_fact(evidence, fact, "http")
+    assert graph.apply_fact(evidence, fact, "http") == added  # a replay adds nothing
+    assert len(store.one("SELECT * FROM relates_to")) == 1
+    backend = entity_id(graph, "backend")
+    [row] = rels(graph, ctx, backend)
+    assert (row["predicate"], row["confidence"], row["assertion"]) == (
+        "deployed_on",
+        1.0,
+        evidence["id"],
+    )
+    assert "provenance" not in row
+
+    t_supersede = clock.advance(1)
+    correction = checkpoint_drawer(palace, ctx, "The backend moved to Hetzner.")
+    superseded = graph.apply_fact(
+        correction,
+        {
+            "op": "supersede",
+            "relationship_id": added["relationship"],
+            "to": "Hetzner",
+            "confidence": 0.9,
+            "reason": "moved in January",
+        },
+        "http",
+    )
+    clock.advance(1)
+    assert (
+        graph.apply_fact(
+            correction,
+            {"op": "supersede", "relationship_id": added["relationship"], "to": "Hetzner"},
+            "http",
+        )
+        == superseded
+    )
+    [current] = rels(graph, ctx, backend)
+    assert (current["id"], current["to"], current["predicate"], current["valid_from"]) == (
+        superseded["relationship"],
+        entity_id(graph, "Hetzner"),
+        "deployed_on",
+        t_supersede,
+    )
+    history = graph.history(ctx, added["relationship"])
+    assert [(a["id"], a["lifecycle"]["state"]) for a in history["assertions"]] == [
+        (added["relationship"], "superseded"),
+        (superseded["relationship"], "current"),
+    ]
+    old = history["assertions"][0]
+    assert old["valid_to"] == t_supersede
+    [link] = old["lifecycle"]["links"]
+    assert (link["kind"], link["origin"], link["reason"], link["evidence"], link["at"]) == (
+        "supersedes",
+        "explicit",
+        "moved in January",
+        correction["id"],
+        t_supersede,
+    )
+    # The same history from the successor; and at a past instant, the old state.
+    assert graph.history(ctx, superseded["relationship"])["assertions"] == history["assertions"]
+    past = graph.history(
+        ctx, added["relationship"], as_of=(T0 + dt.timedelta(hours=12)).isoformat()
+    )
+    assert [(a["id"], a["lifecycle"]["state"]) for a in past["assertions"]] == [
+        (added["relationship"], "current")
+    ]
+
+    t_invalidate = clock.advance(1)
+    retraction = checkpoint_drawer(palace, ctx, "We no longer deploy the backend anywhere.")
+    graph.apply_fact(
+        retraction, {"op": "invalidate", "relationship_id": superseded["relationship"]}, "http"
+    )
+    assert rels(graph, ctx, backend) == []
+    [*_, last] = graph.history(ctx, added["relationship"])["assertions"]
+    assert (last["lifecycle"]["state"], last["valid_to"]) == ("invalidated", t_invalidate)
+    invalidates = [x for x in last["lifecycle"]["links"] if x["kind"] == "invalidates"]
+    assert [(x["reason"], x["evidence"]) for x in invalidates] == [
+        ("invalidated by a checkpoint", retraction["id"])
+    ]
+
+
+def test_checkpoint_link_makes_an_explicit_conflict(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    one = checkpoint_drawer(palace, ctx, "Standups are at nine.")
+    two = checkpoint_drawer(palace, ctx, "Standups are at ten.")
+    a = graph.apply_fact(
+        one,
+        {"op": "add", "subject": "standup", "predicate": "at", "object": "nine", "confidence": 0.4},
+        "http",
+    )["relationship"]
+    b = graph.apply_fact(
+        two,
+        {"op": "add", "subject": "standup", "predicate": "at", "object": "ten", "confidence": 0.7},
+        "http",
+    )["relationship"]
+    standup = entity_id(graph, "standup")
+    assert {r["lifecycle"]["state"] for r in rels(graph, ctx, standup)} == {"current"}
+    linked_at = clock.advance(1)
+    third = checkpoint_drawer(palace, ctx, "These disagree.")
+    graph.apply_fact(
+        third,
+        {
+            "op": "link",
+            "relationship_id": b,
+            "other_id": a,
+            "kind": "contradicts",
+            "reason": " they disagree ",
+        },
+        "http",
+    )
+    now = rels(graph, ctx, standup)
+    assert {r["lifecycle"]["state"] for r in now} == {"conflicting"}
+    assert {r["lifecycle"]["preferred"] for r in now} == {b}
+    [link] = now[0]["lifecycle"]["links"]
+    assert (link["origin"], link["reason"], link["at"]) == ("explicit", "they disagree", linked_at)
+    # Explicit links count from when they were made.
+    before = rels(graph, ctx, standup, as_of=(linked_at - dt.timedelta(hours=1)).isoformat())
+    assert {r["lifecycle"]["state"] for r in before} == {"current"}
+
+
+@pytest.mark.parametrize(
+    ("fact", "error"),
+    [
+        ({"op": "supersede", "relationship_id": "r"}, RelationshipNotFound),
+        (
+            {"op": "invalidate", "relationship_id": "00000000-0000-4000-8000-000000000000"},
+            RelationshipNotFound,
+        ),
+        (
+            {
+                "op": "link",
+                "relationship_id": "r",
+                "other_id": "q",
+                "kind": "refines",
+                "reason": "x",
+            },
+            RelationshipNotFound,
+        ),
+        ({"op": "add", "subject": "s", "predicate": " ", "object": "o"}, EmptyLabel),
+        (
+            {"op": "add", "subject": {"name": "s", "kind": ""}, "predicate": "p", "object": "o"},
+            EmptyLabel,
+        ),
+        ({"op": "add", "subject": "", "predicate": "p", "object": "o"}, InputInvalid),
+        (
+            {
+                "op": "add",
+                "subject": {"id": "00000000-0000-4000-8000-000000000000"},
+                "predicate": "p",
+                "object": "o",
+            },
+            EntityNotFound,
+        ),
+    ],
+)
+def test_bad_facts_fail(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, fact: dict, error: type
+) -> None:
+    evidence = checkpoint_drawer(palace, ctx, "evidence")
+    with pytest.raises(error) as refused:
+        graph.apply_fact(evidence, fact, "http")
+    if error is RelationshipNotFound:
+        assert refused.value.code == "memcastle::graph::relationship_not_found"
+        assert refused.value.status == 404
+
+
+def test_fact_labels_checked_at_submission() -> None:
+    check_fact_labels({"op": "add", "subject": "s", "predicate": "p", "object": "o"})
+    check_fact_labels({"op": "link", "kind": "refines", "reason": "r"})
+    for fact in (
+        {"op": "add", "subject": "s", "object": "o"},
+        {"op": "add", "subject": "s", "predicate": "  ", "object": "o"},
+        {"op": "supersede", "relationship_id": "r", "predicate": ""},
+        {"op": "add", "subject": {"name": "s", "kind": " "}, "predicate": "p", "object": "o"},
+    ):
+        with pytest.raises(EmptyLabel):
+            check_fact_labels(fact)
+
+
+def test_entities_can_be_named_by_id_or_by_name_and_kind(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    alice = graph.resolve("Alice", "person").entity["id"]
+    evidence = checkpoint_drawer(palace, ctx, "Alice owns the roadmap.")
+    added = graph.apply_fact(
+        evidence,
+        {
+            "op": "add",
+            "subject": alice,
+            "predicate": "owns",
+            "object": {"name": "Roadmap", "kind": " Concept "},
+        },
+        "http",
+    )
+    [row] = rels(graph, ctx, alice)
+    assert row["id"] == added["relationship"]
+    assert graph.show_entity(ctx, row["to"])["kind"] == "concept"
+
+
+def test_reads_refuse_disabled_and_writes_refuse_read_only(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    alice = graph.resolve("Alice", "person").entity["id"]
+    disabled = RequestContext.build(mode="disabled")
+    read_only = RequestContext.build(mode="read_only")
+    for read in (
+        lambda c: graph.list_entities(c),
+        lambda c: graph.show_entity(c, alice),
+        lambda c: graph.relationships(c, alice),
+        lambda c: graph.mentions(c, alice),
+        lambda c: graph.candidates(c, alice),
+        lambda c: graph.overview(c),
+    ):
+        read(read_only)
+        with pytest.raises(ModeForbidden):
+            read(disabled)
+    source = drawer(palace, ctx, "Alice")
+    with pytest.raises(ModeForbidden):
+        graph.mention(read_only, source["id"], {"name": "Alice", "kind": "person"})
+    with pytest.raises(ModeForbidden):
+        graph.add_alias(read_only, alice, {"alias": "Ally"})
+
+
+def test_mention_route_semantics(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    source = drawer(palace, ctx, "Node.js and NodeJS are one.")
+    first = graph.mention(ctx, source["id"], {"name": "Node.js", "kind": "Tool"})
+    assert first["created"] and first["observation"]["rule"] == "new"
+    second = graph.mention(ctx, source["id"], {"name": "NodeJS", "kind": "tool"})
+    assert not second["created"]
+    assert second["entity"]["id"] == first["entity"]["id"]
+    with pytest.raises(DrawerNotFound):
+        graph.mention(ctx, "00000000-0000-4000-8000-000000000000", {"name": "x", "kind": "y"})
+    with pytest.raises(EmptyLabel):
+        graph.mention(ctx, source["id"], {"name": "x", "kind": " "})
+    with pytest.raises(InputInvalid):
+        graph.mention(ctx, source["id"], {"name": "x", "kind": "y", "extra": 1})
+
+
+def test_as_of_and_include_expired_cannot_be_combined(
+    graph: GraphService, ctx: RequestContext
+) -> None:
+    alice = graph.resolve("Alice", "person").entity["id"]
+    with pytest.raises(InputInvalid) as refused:
+        graph.relationships(ctx, alice, include_expired="true", as_of="2026-01-01")
+    assert "as_of" in refused.value.message and "include_expired" in refused.value.message
+    with pytest.raises(EntityNotFound):
+        graph.relationships(ctx, "00000000-0000-4000-8000-000000000000")
+
+
+def test_neighbourhood_and_overview(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext
+) -> None:
+    source = drawer(palace, ctx, "chain")
+    names = ["Aaaa", "Bbbb", "Cccc", "Dddd", "Eeee"]
+    graph.record_extraction(
+        source,
+        [{"name": n, "kind": "concept"} for n in names],
+        [
+            {"subject": a, "predicate": "related_to", "object": b, "confidence": 0.5}
+            for a, b in itertools.pairwise(names)
+        ],
+        extractor="heuristic",
+        job_id=None,
+        valid_from=T0,
+    )
+    start = entity_id(graph, "Aaaa", "concept")
+    for depth, reached in ((1, 2), (2, 3), (3, 4)):
+        answer = graph.overview(ctx, entity=start, depth=str(depth))
+        assert len(answer["entities"]) == reached
+        assert len(answer["relationships"]) == reached - 1
+        assert answer["entities"][0]["distance"] == 0
+    with pytest.raises(InputInvalid):
+        graph.overview(ctx, entity=start, depth="4")
+    overview = graph.overview(ctx)
+    assert overview["counts"] == {
+        "entities": 5,
+        "relationships": 4,
+        "mentions": 5,
+        "fact_links": 0,
+    }
+    assert [e["relationships"] for e in overview["top"]] == [2, 2, 2, 1, 1]
+
+
+def test_graph_writes_are_announced_by_entity_id_only(
+    store: Store, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    import asyncio
+
+    from memcastle_project.events import EventBus
+
+    events = EventBus()
+    graph = GraphService(GraphRepository(store), events, clock=clock)
+    evidence = drawer(palace, ctx, "The api is written in Go.")
+
+    async def run() -> list[dict[str, Any]]:
+        subscription = events.subscribe()
+        graph.apply_fact(
+            evidence,
+            {"op": "add", "subject": "api", "predicate": "written_in", "object": "go"},
+            "http",
+        )
+        seen = []
+        while (event := await subscription.next(0.01)) is not None:
+            seen.append(dict(event.data))
+        return seen
+
+    seen = asyncio.run(run())
+    api, go = entity_id(graph, "api"), entity_id(graph, "go")
+    assert {(e["kind"], e["action"], e["id"]) for e in seen} == {
+        ("entity", "created", api),
+        ("entity", "created", go),
+        ("entity", "updated", api),
+        ("entity", "updated", go),
+    }
+    assert all(set(e) == {"kind", "action", "id"} for e in seen)
