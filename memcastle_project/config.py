@@ -12,14 +12,21 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memcastle_project.errors import ConfigInvalid, MemCastleError
+from palace.embeddings.profiles import (
+    BUILTIN_LOCAL,
+    Profile,
+    ProfileInvalid,
+    parse_profiles,
+    tables_from_flat,
+)
 
 # A broker URL may carry a password, so it is never echoed back either.
-SECRET_KEYS = ("auth.token", "store.password", "jobs.broker_url")
+SECRET_KEYS = ("auth.token", "store.password", "jobs.broker_url", "extraction.api_key")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "off")
 
 
@@ -127,6 +134,30 @@ def _optional_str(raw: object) -> str:
     return raw
 
 
+def _text(raw: object) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("a non-empty string")
+    return raw
+
+
+def _argv(raw: object) -> tuple[str, ...]:
+    """A program and its arguments, run without a shell."""
+    if (
+        not isinstance(raw, list)
+        or not raw
+        or not all(isinstance(part, str) for part in raw)
+        or not raw[0]
+    ):
+        raise ValueError('a list of strings, the program first, like ["/usr/bin/extract", "-q"]')
+    return tuple(raw)
+
+
+def _http_url(raw: object) -> str:
+    if not isinstance(raw, str) or not re.match(r"^https?://[^/\s]+", raw.strip()):
+        raise ValueError("an http:// or https:// URL")
+    return raw.strip().rstrip("/")
+
+
 def _store_url(raw: object) -> str:
     if not isinstance(raw, str) or not re.match(r"^wss?://[^/\s]+", raw):
         raise ValueError("a ws:// or wss:// URL of a SurrealDB server")
@@ -230,6 +261,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("jobs.broker_url", None, _broker_url, "MEMCASTLE_JOBS_BROKER_URL"),
     Setting("dedup.enabled", True, _bool, "MEMCASTLE_DEDUP_ENABLED"),
     Setting("dedup.near_threshold", 0.9, _fraction(0.5, 1.0), "MEMCASTLE_DEDUP_NEAR_THRESHOLD"),
+    Setting("dedup.entity_fuzzy", True, _bool, "MEMCASTLE_DEDUP_ENTITY_FUZZY"),
     Setting("events.keepalive_secs", 15.0, _seconds, "MEMCASTLE_EVENTS_KEEPALIVE_SECS"),
     Setting("mining.chunk_chars", 6000, _int_range(200, 100_000), "MEMCASTLE_MINING_CHUNK_CHARS"),
     Setting(
@@ -243,6 +275,39 @@ SETTINGS: tuple[Setting, ...] = (
         2000,
         _int_range(1, 1_000_000),
         "MEMCASTLE_MINING_MAX_DOCUMENTS",
+    ),
+    Setting(
+        "extraction.provider",
+        "none",
+        _choice("none", "heuristic", "command", "http"),
+        "MEMCASTLE_EXTRACTION_PROVIDER",
+    ),
+    Setting("extraction.command", None, _argv),
+    Setting("extraction.url", None, _http_url, "MEMCASTLE_EXTRACTION_URL", env_trim=True),
+    Setting("extraction.model", None, _text, "MEMCASTLE_EXTRACTION_MODEL", env_trim=True),
+    Setting("extraction.api_key", None, _text, "MEMCASTLE_EXTRACTION_API_KEY", env_trim=True),
+    Setting(
+        "extraction.timeout_secs",
+        120,
+        _ranged(float, 1, 3600, "a number of seconds from 1 to 3600"),
+        "MEMCASTLE_EXTRACTION_TIMEOUT_SECS",
+    ),
+    Setting("extraction.batch_size", 8, _int_range(1, 256), "MEMCASTLE_EXTRACTION_BATCH_SIZE"),
+    Setting(
+        "extraction.min_confidence",
+        0.3,
+        _fraction(0.0, 1.0),
+        "MEMCASTLE_EXTRACTION_MIN_CONFIDENCE",
+    ),
+    Setting("extraction.max_entities", 32, _int_range(1, 1000)),
+    Setting("extraction.max_relations", 64, _int_range(1, 10_000)),
+    # The profile embedded automatically and searched by default; empty for none.
+    Setting(
+        "embeddings.default_profile",
+        "local",
+        _optional_str,
+        "MEMCASTLE_EMBEDDINGS_DEFAULT_PROFILE",
+        env_trim=True,
     ),
 )
 
@@ -281,6 +346,8 @@ class JobsConfig:
 class DedupConfig:
     enabled: bool = True
     near_threshold: float = 0.9
+    # Entity resolution's one-typo rule and `possibly_same_as` candidates (palace.md 8).
+    entity_fuzzy: bool = True
 
 
 @dataclass(frozen=True)
@@ -288,6 +355,38 @@ class MiningConfig:
     chunk_chars: int = 6000
     max_file_bytes: int = 2_097_152
     max_documents: int = 2000
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """`[extraction]`: who reads drawers for the knowledge graph (`none`: nobody) and the limits
+    put on what it answers. The API key is never shown."""
+
+    provider: str = "none"
+    command: tuple[str, ...] = ()
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_secs: float = 120.0
+    batch_size: int = 8
+    min_confidence: float = 0.3
+    max_entities: int = 32
+    max_relations: int = 64
+
+    @property
+    def configured(self) -> bool:
+        return self.provider != "none"
+
+
+@dataclass(frozen=True)
+class EmbeddingsConfig:
+    """`[embeddings]`: the default profile's name (None: nothing is embedded automatically) and
+    every profile by name. A profile's repr never shows its API key."""
+
+    default_profile: str | None = BUILTIN_LOCAL.name
+    profiles: Mapping[str, Profile] = field(
+        default_factory=lambda: {BUILTIN_LOCAL.name: BUILTIN_LOCAL}
+    )
 
 
 @dataclass(frozen=True)
@@ -306,6 +405,8 @@ class Config:
     events_keepalive_secs: float
     dedup: DedupConfig
     mining: MiningConfig = MiningConfig()
+    embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    extraction: ExtractionConfig = ExtractionConfig()
 
     def __repr__(self) -> str:
         return (
@@ -364,6 +465,7 @@ def load_config(
     file_values = _read_file(path, explicit=bool(explicit))
 
     values: dict[str, object] = {}
+    origins: dict[str, str] = {}
     for setting in SETTINGS:
         raw, origin = setting.default, "the default"
         if setting.key in file_values:
@@ -374,6 +476,7 @@ def load_config(
         if overrides and overrides.get(setting.key) is not None:
             raw, origin = overrides[setting.key], f"the flag {setting.flag or setting.key}"
         values[setting.key] = _validate(setting, raw, origin)
+        origins[setting.key] = origin
 
     if values["palace.path"] is None:
         values["palace.path"] = default_palace_path(env)
@@ -407,12 +510,15 @@ def load_config(
         dedup=DedupConfig(
             enabled=values["dedup.enabled"],  # type: ignore[arg-type]
             near_threshold=values["dedup.near_threshold"],  # type: ignore[arg-type]
+            entity_fuzzy=values["dedup.entity_fuzzy"],  # type: ignore[arg-type]
         ),
         mining=MiningConfig(
             chunk_chars=values["mining.chunk_chars"],  # type: ignore[arg-type]
             max_file_bytes=values["mining.max_file_bytes"],  # type: ignore[arg-type]
             max_documents=values["mining.max_documents"],  # type: ignore[arg-type]
         ),
+        embeddings=_embeddings(values, file_values, origins, path),
+        extraction=_extraction(values, origins),
     )
 
 
@@ -442,3 +548,52 @@ def _check_store(values: dict[str, object]) -> None:
             "invalid value for `jobs.broker_url`: a broker is only used with store.mode = "
             '"remote" (an embedded palace runs its jobs inside the daemon)'
         )
+
+
+def _extraction(values: dict[str, object], origins: dict[str, str]) -> ExtractionConfig:
+    """`[extraction]`; the command provider needs its argv, the http provider its URL."""
+    provider = str(values["extraction.provider"])
+    needs = {"command": "extraction.command", "http": "extraction.url"}.get(provider)
+    if needs is not None and values[needs] is None:
+        expected = (
+            'the program and its arguments, like ["/usr/bin/extract", "-q"]'
+            if provider == "command"
+            else "an http:// or https:// URL"
+        )
+        raise ConfigInvalid(
+            f"invalid value for `{needs}`: the {provider} provider (from "
+            f"{origins['extraction.provider']}) needs {expected}"
+        )
+    return ExtractionConfig(
+        provider=provider,
+        command=values["extraction.command"] or (),  # type: ignore[arg-type]
+        url=values["extraction.url"],  # type: ignore[arg-type]
+        model=values["extraction.model"],  # type: ignore[arg-type]
+        api_key=values["extraction.api_key"],  # type: ignore[arg-type]
+        timeout_secs=float(values["extraction.timeout_secs"]),  # type: ignore[arg-type]
+        batch_size=int(values["extraction.batch_size"]),  # type: ignore[arg-type]
+        min_confidence=float(values["extraction.min_confidence"]),  # type: ignore[arg-type]
+        max_entities=int(values["extraction.max_entities"]),  # type: ignore[arg-type]
+        max_relations=int(values["extraction.max_relations"]),  # type: ignore[arg-type]
+    )
+
+
+def _embeddings(
+    values: dict[str, object], file_values: dict[str, object], origins: dict[str, str], path: Path
+) -> EmbeddingsConfig:
+    """The profiles of `[embeddings.profiles.<name>]`; the default must name one of them."""
+    try:
+        profiles = parse_profiles(tables_from_flat(file_values))
+    except ProfileInvalid as exc:
+        got = "" if exc.shown == "None" else f", got {exc.shown}"
+        raise ConfigInvalid(
+            f"invalid value for `{exc.key}` from {path}: expected {exc.expected}{got}"
+        ) from None
+    default = str(values["embeddings.default_profile"] or "").strip() or None
+    if default is not None and default not in profiles:
+        raise ConfigInvalid(
+            f"invalid value for `embeddings.default_profile` from "
+            f"{origins['embeddings.default_profile']}: no profile named {default!r} is configured "
+            f"(configured: {', '.join(sorted(profiles))}; an empty value means none)"
+        )
+    return EmbeddingsConfig(default_profile=default, profiles=profiles)

@@ -11,6 +11,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from graph.repository import GraphRepository
+from graph.services import GraphService
 from jobs.executor import Executor
 from jobs.services import JobService
 from memcastle_project.auth import TokenService
@@ -18,8 +20,11 @@ from memcastle_project.config import Config
 from memcastle_project.errors import ServerFailed
 from memcastle_project.events import EventBus
 from memcastle_project.store import Store
+from palace.embeddings.service import EmbeddingService
 from palace.journal import JournalService
 from palace.repository import PalaceRepository
+from palace.search.indexes import SearchIndexes
+from palace.search.service import SearchService
 from palace.services import PalaceService
 from sources.services import SourceService
 
@@ -35,6 +40,10 @@ class Runtime:
     executor: Executor
     jobs: JobService
     sources: SourceService
+    embeddings: EmbeddingService
+    indexes: SearchIndexes
+    search: SearchService
+    graph: GraphService
     bind_addr: str = ""
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     pid: int = field(default_factory=os.getpid)
@@ -45,6 +54,12 @@ class Runtime:
         events = EventBus()
         executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
         palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
+        embeddings = EmbeddingService(store, config.embeddings)
+        indexes = SearchIndexes(
+            store,
+            config.palace_path / "search",
+            {name: profile.dimensions for name, profile in embeddings.profiles.items()},
+        )
         return cls(
             config=config,
             store=store,
@@ -55,6 +70,10 @@ class Runtime:
             executor=executor,
             jobs=JobService(executor),
             sources=SourceService(store, config.mining),
+            embeddings=embeddings,
+            indexes=indexes,
+            search=SearchService(palace, indexes, embeddings),
+            graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
         )
 
 

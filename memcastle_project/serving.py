@@ -24,6 +24,7 @@ from typing import Any
 from daphne.server import Server  # isort: skip
 from twisted.internet import tcp
 
+from graph import extraction
 from jobs.worker import JobWorker
 from memcastle_project import __version__, runtime
 from memcastle_project.config import Config, state_dir
@@ -142,6 +143,8 @@ def serve(config: Config) -> int:
         if paired:
             logger.info("linked %d drawers superseded before lineage links existed", paired)
         _check_auth(daemon)
+        daemon.indexes.open()
+        daemon.indexes.start_following()
         if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
             logger.warning("listening on %s without authentication", daemon.bind_addr)
         worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
@@ -153,11 +156,16 @@ def serve(config: Config) -> int:
 
         try:
             daemon.executor.start_up()
+            daemon.embeddings.start_sweeps(daemon.jobs, daemon.events)
+            extraction.start_sweeps(
+                daemon.config.extraction, daemon.jobs, daemon.events, daemon.store
+            )
             _run(daemon, sock, stop_jobs)
         finally:
             stop_jobs()
             daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
             worker.wait_stopped()
+            daemon.indexes.close()
     finally:
         runtime.install(None)
         store.close()

@@ -48,6 +48,15 @@ def status(daemon: Runtime, ctx: RequestContext) -> dict[str, Any]:
         "migrations": migrations,
         "drawers": drawers,
         "jobs": jobs,
+        "search": daemon.indexes.status(),
+        "embeddings": {
+            "default_profile": daemon.embeddings.default.name
+            if daemon.embeddings.default
+            else None,
+            "profiles": {
+                name: profile.provenance() for name, profile in daemon.embeddings.profiles.items()
+            },
+        },
         "auth_enabled": daemon.config.auth_enabled,
         "mode": ctx.mode.value,
     }

@@ -5,9 +5,12 @@ from __future__ import annotations
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from graph import views as graph
 from jobs import views as jobs
 from memcastle_project import streams, views
 from palace import views as palace
+from palace.embeddings import views as embeddings
+from palace.search import views as search
 from sources import views as sources
 
 urlpatterns = [
@@ -28,9 +31,24 @@ urlpatterns = [
     path("api/drawers/<str:drawer_id>/supersede", palace.DrawerSupersedeView.as_view()),
     path("api/drawers/<str:drawer_id>/history", palace.DrawerHistoryView.as_view()),
     path("api/drawers/<str:drawer_id>/duplicates", palace.DrawerDuplicatesView.as_view()),
+    path("api/drawers/<str:drawer_id>/embedding", embeddings.DrawerEmbeddingView.as_view()),
+    path("api/drawers/<str:drawer_id>/mentions", graph.DrawerMentionsView.as_view()),
+    path("api/entities", graph.EntitiesView.as_view()),
+    path("api/entities/<str:entity_id>", graph.EntityView.as_view()),
+    path("api/entities/<str:entity_id>/relationships", graph.EntityRelationshipsView.as_view()),
+    path("api/entities/<str:entity_id>/mentions", graph.EntityMentionsView.as_view()),
+    path("api/entities/<str:entity_id>/candidates", graph.EntityCandidatesView.as_view()),
+    path("api/entities/<str:entity_id>/aliases", graph.EntityAliasesView.as_view()),
+    path(
+        "api/relationships/<str:relationship_id>/history",
+        graph.RelationshipHistoryView.as_view(),
+    ),
+    path("api/graph", graph.GraphView.as_view()),
     path("api/notes", palace.NotesView.as_view()),
     path("api/diary", palace.DiaryView.as_view()),
     path("api/wake-up", palace.WakeUpView.as_view()),
+    path("api/search", search.SearchView.as_view()),
+    path("api/recall", search.RecallView.as_view()),
     path("api/jobs", jobs.JobsView.as_view()),
     path("api/jobs/<str:job_id>", jobs.JobView.as_view()),
     re_path(
