@@ -201,6 +201,21 @@ class PalaceService:
             raise WingNotFound(f"wing {ref!r} does not exist")
         return wing
 
+    def resolve_place(
+        self, wing_ref: str | None, room_ref: str | None
+    ) -> tuple[str | None, tuple[str, ...] | None]:
+        """The wing id and room ids a search is scoped to, from names (or ids). A room without
+        a wing is every room of that name. An unknown wing or room is a 404 (api.md)."""
+        wing = self.find_wing(wing_ref) if wing_ref is not None else None
+        if room_ref is None:
+            return (wing["id"] if wing else None), None
+        if wing is not None:
+            return wing["id"], (self._find_room(wing, room_ref)["id"],)
+        rooms = self.repository.rooms_named(room_ref)
+        if not rooms:
+            raise RoomNotFound(f"no wing has a room named {room_ref!r}")
+        return None, tuple(sorted(room["id"] for room in rooms))
+
     def _find_room(self, wing: Mapping[str, Any], ref: str) -> dict[str, Any]:
         room = self.repository.room_by_name(wing["id"], ref)
         if room is None and is_uuid(ref):
