@@ -26,9 +26,9 @@ whatever the figures are.
    to the query's wing or not, and `current` or `{"as_of": t}`: 12 cells. One untimed pass
    over every query and cell, then `--passes` timed passes (3), the cells interleaved query by
    query so that a slow moment of the machine hits them all; one keep-alive client, one request
-   at a time, timed in the client around the whole request. Each answer is checked: scope,
-   validity at the asked time, the ranking that ran. `GET /api/health` and `GET /api/status`
-   are timed the same way: the floor of any request here.
+   at a time, timed in the client around the whole request. Each answer of the untimed pass is
+   checked: scope, validity at the asked time, the ranking that ran, no vector in a hit.
+   `GET /api/health` and `GET /api/status` are timed the same way: the floor of any request.
 3. **Index build.** The daemon rebuilds its derived indexes (`<palace>/search/`) when they are
    missing: it is stopped, started again with them (time to ready and to the first answer),
    stopped, the directory removed, and started again (time to ready and to the first answer
@@ -36,10 +36,11 @@ whatever the figures are.
 4. **SurrealDB's own indexes** (`bench/search_native.py`): the same drawers, validity changes and
    vectors in an embedded SurrealDB opened by this process, with a BM25 full-text index and an
    HNSW index; the same queries (the first `--native-queries`, 30), one untimed pass and one
-   timed pass per cell. These timings have no HTTP: the ratio is given both against the
-   daemon's HTTP figure and against that figure minus the HTTP floor (the health check).
-   Also the overlap of the two top-10s (for semantic, the HNSW index's recall against the
-   daemon's exact search).
+   timed pass per cell, each pass cut short (after at least 5 queries) once it has taken
+   `--native-budget` seconds (30): a hybrid query takes seconds there at 100,000. These
+   timings have no HTTP: the ratio is given both against the daemon's HTTP figure and against
+   that figure minus the HTTP floor (the health check). Also the overlap of the two top-10s
+   (for semantic, the HNSW index's recall against the daemon's exact search).
 5. **The `local` profile** (`palace.embeddings`, in this process): drawers of about 256 tokens
    embedded per second, and the latency of one short query.
 
@@ -773,8 +774,8 @@ def run_native(
     vectors: Sequence[list[float]],
     args: argparse.Namespace,
 ) -> NativeRun:
-    """The same cells on SurrealDB's own indexes, in this process; a cell stops early (after at
-    least 5 queries) once its timed queries took `--native-budget` seconds."""
+    """The same cells on SurrealDB's own indexes, in this process; each pass of a cell stops
+    early (after at least 5 queries) once it has taken `--native-budget` seconds."""
     path, build = search_native.cached(args.cache_dir, corpus, projection, args.rebuild)
     timeline = search_native.Timeline(corpus.size)
     native = search_native.Native(path, LIMIT)
