@@ -29,18 +29,15 @@ import json
 import logging
 import math
 import re
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graph import heuristic
+from memcastle_project.commands import run_json
 from memcastle_project.config import ExtractionConfig
 from memcastle_project.errors import MemCastleError
 from memcastle_project.logs import fields
-
-# The subprocess helpers of the embedding command provider, which runs its command the same way.
-from palace.embeddings.providers import _kill, child_environment
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +56,6 @@ UNKNOWN_KIND = "other"
 UNKNOWN_PREDICATE = "related_to"
 # Of each drawer, a provider reads this much; the drawer itself is unchanged.
 INPUT_CHARS = 8000
-# How much of a failing command's stderr its error carries.
-STDERR_HEAD = 300
 # Longer names are not names (a sentence, a paragraph).
 MAX_NAME_CHARS = 200
 
@@ -266,39 +261,13 @@ class CommandProvider:
         yield from extractions
 
     def _run(self, request: bytes) -> Any:
-        timeout = self.config.timeout_secs
-        try:
-            process = subprocess.Popen(
-                list(self.config.command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=child_environment(),
-                # Its own process group, so a timeout kills whatever it started too.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise ExtractFailed(f"{self.what} could not be started: {exc.strerror}") from None
-        try:
-            stdout, stderr = process.communicate(request, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            raise ExtractFailed(
-                f"{self.what} did not answer within {timeout:g} s and was killed"
-            ) from None
-        except BaseException:
-            _kill(process)
-            raise
-        if process.returncode != 0:
-            head = stderr.decode("utf-8", "replace").strip()[:STDERR_HEAD]
-            raise ExtractFailed(
-                f"{self.what} exited with status {process.returncode}"
-                + (f": {head}" if head else "")
-            )
-        try:
-            return json.loads(stdout)
-        except ValueError as exc:
-            raise ExtractFailed(f"{self.what} wrote output that is not JSON ({exc})") from None
+        return run_json(
+            self.config.command,
+            request,
+            timeout=self.config.timeout_secs,
+            what=self.what,
+            failure=ExtractFailed,
+        )
 
 
 SYSTEM_PROMPT = """You extract a knowledge graph from a text.

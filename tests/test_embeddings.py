@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from memcastle_project import runtime
+from memcastle_project import commands, runtime
 from memcastle_project.config import EmbeddingsConfig, load_config
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import (
@@ -1111,7 +1111,7 @@ def test_no_sweeps_without_a_default_profile_that_can_embed(store: Store, tmp_pa
 def test_child_environment_drops_every_memcastle_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMCASTLE_ANYTHING", "x")
     monkeypatch.setenv("NOT_MEMCASTLE_X", "y")
-    env = providers.child_environment()
+    env = commands.child_environment()
     assert not [key for key in env if key.startswith("MEMCASTLE_")]
     assert env["NOT_MEMCASTLE_X"] == "y"
     assert env.get("PATH") == os.environ.get("PATH")

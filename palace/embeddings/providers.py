@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
-import subprocess
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from memcastle_project.commands import run_json
 from memcastle_project.errors import EmbedFailed
 from palace.embeddings.profiles import INPUT_CHARS, Profile
 
 logger = logging.getLogger(__name__)
-
-# How much of a failing command's stderr its error carries.
-STDERR_HEAD = 300
 
 
 class Provider(Protocol):
@@ -111,11 +106,6 @@ class BatchProvider:
         raise NotImplementedError
 
 
-def child_environment() -> dict[str, str]:
-    """The daemon's environment minus every MEMCASTLE_* variable (a token, a palace path)."""
-    return {key: value for key, value in os.environ.items() if not key.startswith("MEMCASTLE_")}
-
-
 class CommandProvider(BatchProvider):
     def _what(self) -> str:
         return f"the embedding command of profile {self.profile.name!r}"
@@ -124,50 +114,16 @@ class CommandProvider(BatchProvider):
         request = json.dumps(
             {"model": self.profile.model, "dimension": self.profile.dimensions, "texts": texts}
         ).encode()
-        try:
-            process = subprocess.Popen(
-                list(self.profile.command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=child_environment(),
-                # Its own process group, so a timeout kills whatever it started too.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise EmbedFailed(f"{self._what()} could not be started: {exc.strerror}") from None
-        try:
-            stdout, stderr = process.communicate(request, timeout=self.profile.timeout_secs)
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            raise EmbedFailed(
-                f"{self._what()} did not answer within {self.profile.timeout_secs:g} s and was "
-                "killed"
-            ) from None
-        except BaseException:
-            _kill(process)
-            raise
-        if process.returncode != 0:
-            head = stderr.decode("utf-8", "replace").strip()[:STDERR_HEAD]
-            raise EmbedFailed(
-                f"{self._what()} exited with status {process.returncode}"
-                + (f": {head}" if head else "")
-            )
-        try:
-            answer = json.loads(stdout)
-        except ValueError as exc:
-            raise EmbedFailed(f"{self._what()} wrote output that is not JSON ({exc})") from None
+        answer = run_json(
+            self.profile.command,
+            request,
+            timeout=self.profile.timeout_secs,
+            what=self._what(),
+            failure=EmbedFailed,
+        )
         if not isinstance(answer, dict) or "embeddings" not in answer:
             raise EmbedFailed(f'{self._what()} wrote no {{"embeddings": [...]}} object')
         return answer["embeddings"]
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        process.kill()
-    process.communicate()
 
 
 class HttpProvider(BatchProvider):
