@@ -1,4 +1,5 @@
-"""The ASGI application Daphne serves: the token gate in front of the protocol router."""
+"""The ASGI application Daphne serves: the token gate, then `/mcp` to the MCP endpoint and
+everything else to Django."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from django.core import signals
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections, reset_queries
 
-from memcastle_project.gate import TokenGate
+from mcp_bridge.endpoint import McpEndpoint
+from memcastle_project.gate import Receive, Scope, Send, TokenGate
 
 
 class DjangoApp(ASGIHandler):
@@ -41,6 +43,20 @@ def _drop_database_signal_receivers() -> None:
     signals.request_finished.disconnect(close_old_connections)
 
 
+class McpOrDjango:
+    """`/mcp` to the MCP endpoint, every other path to Django."""
+
+    def __init__(self, mcp: McpEndpoint, django_app: DjangoApp) -> None:
+        self.mcp = mcp
+        self.django_app = django_app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] in ("/mcp", "/mcp/"):
+            return await self.mcp(scope, receive, send)
+        return await self.django_app(scope, receive, send)
+
+
 django.setup(set_prefix=False)
 _drop_database_signal_receivers()
-application = TokenGate(ProtocolTypeRouter({"http": DjangoApp()}))
+mcp_endpoint = McpEndpoint()
+application = TokenGate(ProtocolTypeRouter({"http": McpOrDjango(mcp_endpoint, DjangoApp())}))

@@ -68,8 +68,9 @@ def configure_logging(level_filter: str, log_format: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
-    # Celery and kombu narrate every message at info; the job log lines say what matters.
-    for chatty in ("celery", "kombu"):
+    # Celery and kombu narrate every message at info; the job log lines say what matters. The
+    # MCP SDK logs every session id it issues, and a session id is a handle on that session.
+    for chatty in ("celery", "kombu", "mcp"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     for directive in level_filter.split(","):
         target, _, level = directive.strip().rpartition("=")

@@ -26,6 +26,7 @@ from palace.repository import PalaceRepository
 from palace.search.indexes import SearchIndexes
 from palace.search.service import SearchService
 from palace.services import PalaceService
+from sources.configured import ConfiguredSection
 from sources.services import SourceService
 
 
@@ -44,6 +45,8 @@ class Runtime:
     indexes: SearchIndexes
     search: SearchService
     graph: GraphService
+    miners: ConfiguredSection
+    triggers: ConfiguredSection
     bind_addr: str = ""
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     pid: int = field(default_factory=os.getpid)
@@ -74,6 +77,9 @@ class Runtime:
             indexes=indexes,
             search=SearchService(palace, indexes, embeddings),
             graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
+            # The miners and triggers configuration sections are not read yet: none are set.
+            miners=ConfiguredSection("miner"),
+            triggers=ConfiguredSection("trigger"),
         )
 
 

@@ -222,13 +222,15 @@ class Drain:
 def _run(daemon: runtime.Runtime, sock: socket.socket, stop_jobs: Callable[[], None]) -> None:
     from twisted.internet import reactor
 
-    from memcastle_project.asgi import application
+    from memcastle_project.asgi import application, mcp_endpoint
 
     registry = RegistryFile(daemon.config)
 
     def stop_streams_and_jobs() -> None:
-        # Event streams end at once (they are never waited for); jobs checkpoint meanwhile.
+        # Event streams end at once (they are never waited for); MCP sessions once their calls
+        # in flight are answered; jobs checkpoint meanwhile.
         daemon.events.close()
+        mcp_endpoint.close()
         stop_jobs()
 
     drain = Drain(reactor, stop_streams_and_jobs)

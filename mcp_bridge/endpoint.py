@@ -1,0 +1,106 @@
+"""`/mcp` on the daemon's listener: streamable HTTP through the SDK's session manager.
+
+Daphne has no ASGI lifespan, so the session manager's `run()` starts with the first request and
+stops when the daemon drains: new requests are refused from then on, calls in flight finish,
+then the sessions and their streams are closed. The token check is the gate's, in front of
+everything; the Host check is this endpoint's own, because a browser page on another name that
+resolves here (DNS rebinding) must not reach an agent's memory even where auth is off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from mcp_bridge.server import build_server
+from memcastle_project.errors import MemCastleError
+from memcastle_project.gate import Receive, Scope, Send, send_error
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
+# A session is forgotten, with its mode, after this long without a request (memory-modes.md).
+SESSION_IDLE_SECS = 300.0
+
+
+def host_name(scope: Scope) -> str | None:
+    """The Host header without its port."""
+    for name, value in scope.get("headers", []):
+        if name == b"host":
+            host = value.decode("latin-1").strip().lower()
+            if host.startswith("["):
+                return host.split("]", 1)[0] + "]"
+            return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return None
+
+
+class HostRefused(MemCastleError):
+    status = 421
+    code = "memcastle::mcp::host_refused"
+    help = "connect to /mcp as localhost, 127.0.0.1 or [::1]"
+
+
+class ShuttingDown(MemCastleError):
+    status = 503
+    code = "memcastle::server::shutting_down"
+    help = "the daemon is stopping; start it again and reconnect"
+
+
+class McpEndpoint:
+    """The ASGI application mounted at /mcp."""
+
+    def __init__(self) -> None:
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._started = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._closing = False
+        self._calls_in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        host = host_name(scope)
+        if host not in LOOPBACK_NAMES:
+            return await send_error(send, HostRefused(f"the Host {host!r} is not a loopback name"))
+        if self._closing:
+            return await send_error(send, ShuttingDown("the daemon is shutting down"))
+        manager = await self._running()
+        # A GET is the session's standing stream, open until the session ends; only other
+        # requests are calls that a drain waits for.
+        counted = scope.get("method") != "GET"
+        self._calls_in_flight += counted
+        try:
+            await manager.handle_request(scope, receive, send)
+        finally:
+            self._calls_in_flight -= counted
+            self._stop_when_idle()
+
+    def close(self) -> None:
+        """Refuse new requests; end the sessions once the calls in flight are answered.
+        Called on the event loop's thread when the daemon starts draining."""
+        self._closing = True
+        self._stop_when_idle()
+
+    async def _running(self) -> StreamableHTTPSessionManager:
+        if self._runner is None:
+            # Calls are answered with plain JSON, not a one-event SSE stream: no tool sends
+            # anything before its answer, and the stream cost 1.7 ms more per call here
+            # (bench/mcp.py, docs/benchmarks.md). The session's GET stream stays SSE.
+            self.manager = StreamableHTTPSessionManager(
+                build_server(), session_idle_timeout=SESSION_IDLE_SECS, json_response=True
+            )
+            self._runner = asyncio.create_task(self._run(self.manager))
+        await self._started.wait()
+        assert self.manager is not None
+        return self.manager
+
+    async def _run(self, manager: StreamableHTTPSessionManager) -> None:
+        async with manager.run():
+            self._started.set()
+            await self._stop.wait()
+        logger.info("MCP sessions closed")
+
+    def _stop_when_idle(self) -> None:
+        if self._closing and self._calls_in_flight == 0:
+            self._stop.set()
