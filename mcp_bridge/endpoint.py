@@ -15,7 +15,7 @@ import logging
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from mcp_bridge.server import build_server
-from memcastle_project.errors import MemCastleError
+from memcastle_project.errors import MAX_BODY_BYTES, BodyTooLarge, MemCastleError
 from memcastle_project.gate import Receive, Scope, Send, send_error
 
 logger = logging.getLogger(__name__)
@@ -25,21 +25,47 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
 SESSION_IDLE_SECS = 300.0
 
 
+def header(scope: Scope, wanted: bytes) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == wanted:
+            return value.decode("latin-1")
+    return None
+
+
 def host_name(scope: Scope) -> str | None:
     """The Host header without its port."""
-    for name, value in scope.get("headers", []):
-        if name == b"host":
-            host = value.decode("latin-1").strip().lower()
-            if host.startswith("["):
-                return host.split("]", 1)[0] + "]"
-            return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return None
+    host = header(scope, b"host")
+    if host is None:
+        return None
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def too_large(scope: Scope) -> bool:
+    """A declared length over the limit; a chunked body is held to it by the SDK as it reads."""
+    length = header(scope, b"content-length")
+    return length is not None and length.strip().isdigit() and int(length) > MAX_BODY_BYTES
+
+
+def wants_stream(scope: Scope) -> bool:
+    return "text/event-stream" in (header(scope, b"accept") or "")
 
 
 class HostRefused(MemCastleError):
     status = 421
     code = "memcastle::mcp::host_refused"
     help = "connect to /mcp as localhost, 127.0.0.1 or [::1]"
+
+
+class StreamNotAccepted(MemCastleError):
+    status = 406
+    code = "memcastle::mcp::not_acceptable"
+    help = (
+        "/mcp speaks MCP over streamable HTTP: connect an MCP client to it "
+        "(a GET must accept text/event-stream)"
+    )
 
 
 class ShuttingDown(MemCastleError):
@@ -65,6 +91,10 @@ class McpEndpoint:
             return await send_error(send, HostRefused(f"the Host {host!r} is not a loopback name"))
         if self._closing:
             return await send_error(send, ShuttingDown("the daemon is shutting down"))
+        if too_large(scope):
+            return await send_error(send, BodyTooLarge())
+        if scope.get("method") == "GET" and not wants_stream(scope):
+            return await send_error(send, StreamNotAccepted("a GET of /mcp is an event stream"))
         manager = await self._running()
         # A GET is the session's standing stream, open until the session ends; only other
         # requests are calls that a drain waits for.
@@ -88,7 +118,10 @@ class McpEndpoint:
             # anything before its answer, and the stream cost 1.7 ms more per call here
             # (bench/mcp.py, docs/benchmarks.md). The session's GET stream stays SSE.
             self.manager = StreamableHTTPSessionManager(
-                build_server(), session_idle_timeout=SESSION_IDLE_SECS, json_response=True
+                build_server(),
+                session_idle_timeout=SESSION_IDLE_SECS,
+                json_response=True,
+                max_request_body_size=MAX_BODY_BYTES,
             )
             self._runner = asyncio.create_task(self._run(self.manager))
         await self._started.wait()

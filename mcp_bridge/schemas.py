@@ -43,9 +43,11 @@ def arguments(properties: dict[str, Schema], *, required: tuple[str, ...] = ()) 
 
 def search_options(*, recall: bool) -> dict[str, Schema]:
     """The options of `memcastle_search` and `memcastle_recall`, as `GET /api/search` names
-    them (`query` is the words; `q` and `text` are accepted too)."""
+    them: the words go in `query`, or in `q` or `text` as REST also takes them."""
     options: dict[str, Schema] = {
-        "query": string("the words to search for"),
+        "query": string("the words to search for (required, here or as q or text)"),
+        "q": string("the same as query"),
+        "text": string("the same as query"),
         "limit": integer("how many results: 10 by default, 0 means the default, at most 200"),
         "wing": string("search only this wing"),
         "room": string("search only this room (needs wing)"),

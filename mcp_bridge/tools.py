@@ -222,7 +222,7 @@ TOOLS: tuple[Tool, ...] = (
         title="Search memory",
         description="Search drawers by words and meaning, in a wing or room, at a time or over "
         "a period. Each hit is a stored drawer, verbatim, with its score and id.",
-        input_schema=schemas.arguments(schemas.search_options(recall=False), required=("query",)),
+        input_schema=schemas.arguments(schemas.search_options(recall=False)),
         run=_search,
         read_only=True,
         destructive=False,
@@ -234,7 +234,7 @@ TOOLS: tuple[Tool, ...] = (
         name="memcastle_recall",
         title="Recall from a wing",
         description="Search like memcastle_search, across a whole wing (no room filter).",
-        input_schema=schemas.arguments(schemas.search_options(recall=True), required=("query",)),
+        input_schema=schemas.arguments(schemas.search_options(recall=True)),
         run=_recall,
         read_only=True,
         destructive=False,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, serializers
@@ -20,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memcastle_project.context import MODE_HEADER, RequestContext
-from memcastle_project.errors import InputInvalid, MemCastleError, ServerFailed
+from memcastle_project.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
 
 logger = logging.getLogger("memcastle.api")
 
@@ -109,6 +110,8 @@ class MemCastleView(APIView):
 def _translate(exc: Exception) -> MemCastleError:
     if isinstance(exc, MemCastleError):
         return exc
+    if isinstance(exc, RequestDataTooBig):
+        return BodyTooLarge()
     if isinstance(exc, exceptions.ParseError):
         return InputInvalid("body", f"is not valid JSON ({exc.detail})")
     if isinstance(exc, exceptions.UnsupportedMediaType):

@@ -50,6 +50,20 @@ class InputInvalid(MemCastleError):
         self.field = field
 
 
+# The largest request body any route or MCP call accepts: a checkpoint of the most items a job
+# takes (10,000) with long contents fits, and so does a source package (api.md: 64 MiB).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class BodyTooLarge(MemCastleError):
+    status = 413
+    code = "memcastle::input::too_large"
+    help = "send less at once: split a checkpoint into several jobs"
+
+    def __init__(self) -> None:
+        super().__init__(f"the request body is larger than {MAX_BODY_BYTES // 2**20} MiB")
+
+
 class NotFound(MemCastleError):
     status = 404
 

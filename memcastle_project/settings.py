@@ -10,6 +10,7 @@ import os
 import secrets
 
 from memcastle_project import __version__
+from memcastle_project.errors import MAX_BODY_BYTES
 
 # Sessions, CSRF and signed cookies are not used; the key only has to exist.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50)
@@ -28,6 +29,7 @@ ROOT_URLCONF = "memcastle_project.urls"
 ASGI_APPLICATION = "memcastle_project.asgi.application"
 DATABASES: dict = {}
 APPEND_SLASH = False
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 
 from memcastle_project.api import exception_handler
@@ -49,3 +50,9 @@ def test_framework_errors_are_translated(exc: Exception, status: int, code: str)
 
 def test_the_body_has_exactly_three_fields() -> None:
     assert set(MemCastleError("x").body()) == {"error", "code", "help"}
+
+
+def test_a_body_over_the_limit_is_a_413() -> None:
+    response = exception_handler(RequestDataTooBig("too big"), {})
+    assert response.status_code == 413
+    assert response.data["code"] == "memcastle::input::too_large"

@@ -101,11 +101,17 @@ async def test_search_and_recall_answer_as_rest(
         searched = await call(client, "memcastle_search", {**options, "room": "tooling"})
         recalled = await call(client, "memcastle_recall", options)
         tags = await call(client, "memcastle_search", {**options, "tags": ["none-such"]})
+        spelled_q = await call(
+            client, "memcastle_search", {"q": "formatter", "wing": wing_name, "room": "tooling"}
+        )
+        missing = await failure(client, "memcastle_search", {"wing": wing_name})
     params = {"q": "formatter", "wing": wing_name, "ranking": "lexical", "limit": 0}
     assert searched == rest.get("/api/search", params={**params, "room": "tooling"}).json()
     assert recalled == rest.get("/api/recall", params=params).json()
     assert len(searched["results"]) == 2
     assert tags["results"] == []
+    assert spelled_q["results"] == searched["results"]
+    assert missing.code == "memcastle::input::invalid"
 
 
 @pytest.mark.parametrize(

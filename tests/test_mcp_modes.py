@@ -239,3 +239,28 @@ def test_the_daemon_stops_cleanly_with_sessions_open(fresh_daemon: Daemon) -> No
     log = fresh_daemon.log()
     assert "MCP sessions closed" in log
     assert "Traceback" not in log, log
+
+
+def test_a_large_checkpoint_body_is_read_and_an_oversized_one_refused(daemon: Daemon) -> None:
+    """Bodies up to 64 MiB are read (a 4 MB checkpoint reaches its checks); larger is a 413,
+    on REST and MCP alike, never a server failure."""
+    items = [{"destination": "general", "content": "x" * 400, "tags": []}] * 9_000
+    items = [*items, {"destination": "general", "content": " ", "tags": []}]
+    oversized = b"{" + b" " * (64 * 1024 * 1024) + b"}"
+    with daemon.client() as http:
+        large = http.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}})
+        rest = http.post(
+            "/api/jobs", content=oversized, headers={"content-type": "application/json"}
+        )
+        mcp = http.post("/mcp", content=oversized, headers=MCP_HEADERS)
+    assert large.status_code == 400 and "item 9000" in large.json()["error"], large.text
+    for refused in (rest, mcp):
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["code"] == "memcastle::input::too_large"
+
+
+def test_a_plain_get_of_mcp_is_not_acceptable(daemon: Daemon) -> None:
+    with daemon.client() as http:
+        response = http.get("/mcp")
+    assert response.status_code == 406
+    assert response.json()["code"] == "memcastle::mcp::not_acceptable"
