@@ -1,12 +1,14 @@
 """The job kinds the daemon can run, each with its parameters, priority, gate and handler.
 
-A kind registers itself when its module is imported; `jobs.apps` imports them all when Django
-starts, so the REST views, the worker and the CLI see the same set. Later kinds (`checkpoint`,
-`mine`, `audit`, `repair`, `embed`, `extract`) register the same way.
+A kind registers itself when its module is imported. The modules of `KIND_MODULES` are
+imported at the first lookup, not when Django starts: they bring the store's SDK and the search
+and graph machinery with them, which cost every CLI command 0.85 s of CPU that it never used
+(a CLI command only talks to the daemon).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,15 @@ class JobKind:
     writes_palace: Callable[[Mapping[str, Any]], bool] | None = None
 
 
+KIND_MODULES = (
+    "jobs.demo",
+    "palace.checkpoint",
+    "palace.maintenance",
+    "palace.embeddings.job",
+    "sources.mining",
+    "graph.extraction",
+)
+
 _KINDS: dict[str, JobKind] = {}
 
 
@@ -46,9 +57,16 @@ def register(kind: JobKind) -> JobKind:
     return kind
 
 
+def _registered() -> dict[str, JobKind]:
+    # Importing a module that is already imported is a dictionary lookup.
+    for module in KIND_MODULES:
+        importlib.import_module(module)
+    return _KINDS
+
+
 def get(name: str) -> JobKind | None:
-    return _KINDS.get(name)
+    return _registered().get(name)
 
 
 def names() -> list[str]:
-    return sorted(_KINDS)
+    return sorted(_registered())

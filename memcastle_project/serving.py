@@ -8,9 +8,6 @@ releases the palace's lock) and the registry file removed before the process exi
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import logging
 import os
 import signal
@@ -27,9 +24,10 @@ from twisted.internet import tcp
 from graph import extraction
 from jobs.worker import JobWorker
 from memcastle_project import __version__, runtime
-from memcastle_project.config import Config, state_dir
+from memcastle_project.config import Config
 from memcastle_project.errors import MemCastleError
 from memcastle_project.logs import configure_logging
+from memcastle_project.registry import RegistryFile
 from memcastle_project.store import Store
 
 logger = logging.getLogger(__name__)
@@ -60,38 +58,6 @@ def bind_listener(host: str, port: int) -> socket.socket:
 def address_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"[{host}]:{port}" if sock.family == socket.AF_INET6 else f"{host}:{port}"
-
-
-class RegistryFile:
-    """`<state>/run/<hash>/daemon.json`: how clients find the daemon of a palace.
-
-    Written once the daemon is ready to serve, removed at clean shutdown.
-    """
-
-    def __init__(self, config: Config) -> None:
-        identity = (
-            config.store.url if config.store.mode == "remote" else str(config.palace_path.resolve())
-        )
-        digest = hashlib.sha256((identity or "").encode()).hexdigest()[:16]
-        self.path = state_dir(os.environ) / "run" / digest / "daemon.json"
-
-    def write(self, bind_addr: str, started_at: dt.datetime) -> None:
-        record = {
-            "pid": os.getpid(),
-            "bind_addr": bind_addr,
-            "started_at": started_at.isoformat().replace("+00:00", "Z"),
-            "version": __version__,
-        }
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(record), encoding="utf-8")
-            temporary.replace(self.path)
-        except OSError as exc:
-            logger.warning("could not write the registry file %s: %s", self.path, exc)
-
-    def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 def _endpoint(sock: socket.socket) -> str:
