@@ -779,6 +779,31 @@ def test_pairing_leaves_linked_supersessions_alone(
     assert [v["id"] for v in palace.history(ctx, ids[1])["versions"]] == ids
 
 
+def test_pairing_links_chains_and_rooms_in_one_pass(
+    palace: PalaceService, ctx: RequestContext
+) -> None:
+    """One pass pairs every room and instant: a chain of three versions, closed at two
+    instants, and a drawer of another room closed at the first instant."""
+    later = CLOSED_AT + dt.timedelta(days=1)
+    first = closed_drawer(palace, ctx)
+    second, _ = file(palace, ctx, "the second way of doing it", valid_from=CLOSED_AT)
+    set_fields(palace.repository.store, second["id"], valid_to=later)
+    third, _ = file(palace, ctx, "the third way of doing it", valid_from=later)
+    elsewhere = closed_drawer(palace, ctx, room="r2")
+    successor, _ = file(
+        palace, ctx, "the new way in the other room", room="r2", valid_from=CLOSED_AT
+    )
+
+    assert palace.pair_unlinked_supersessions() == 3
+    assert [v["id"] for v in palace.history(ctx, second["id"])["versions"]] == [
+        first["id"],
+        second["id"],
+        third["id"],
+    ]
+    assert palace.show_drawer_by_id(ctx, elsewhere["id"])["superseded_by"] == successor["id"]
+    assert palace.pair_unlinked_supersessions() == 0
+
+
 # Notes -------------------------------------------------------------------------------------
 
 
