@@ -68,6 +68,7 @@ from bench.jobs import ok, parse_time, quantile  # noqa: E402
 from bench.mine import cpu_probe  # noqa: E402
 from bench.search import parallel, start_daemon, wait_job  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
+from graph import providers  # noqa: E402
 from graph.repository import derived_id  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
@@ -80,17 +81,9 @@ CHECKPOINT_ITEMS = 1000
 WINGS = 10
 LIMIT = 10
 SUPERSEDED_SHARE = 0.05
-KINDS = ("person", "organization", "project", "tool", "place", "concept")
-PREDICATES = (
-    "works_on",
-    "member_of",
-    "depends_on",
-    "uses",
-    "owns",
-    "part_of",
-    "located_in",
-    "related_to",
-)
+# The closed vocabulary's kinds but `other`, and its predicates.
+KINDS = tuple(kind for kind in providers.KINDS if kind != providers.UNKNOWN_KIND)
+PREDICATES = providers.PREDICATES
 SYLLABLE_TEXT = (
     "ka lo mi ne ru sa ti vo xe zu bri cla dro fen gal hop jun kir lem mos nap pil rov tas"
 )

@@ -15,9 +15,17 @@ then by the rank of the best seed it connects to, then by drawer id. `via` names
 entities, sorted: the drawer's own entities that connect it and, for a hop, the seeds' entities
 at the other end.
 
-The graph is read in one query per search, by record id through the graph edges (never a
-table scan): the seeds' entities, the relationships of those entities held in the period, the
-drawers that mention the entities reached; a second one names the entities of the drawers kept.
+The graph is read by record id through the graph edges (never a table scan), in two queries per
+search: the seeds' entities, the relationships of those entities held in the period and the
+drawers that mention the seeds' entities; then the drawers that mention the entities one hop
+away. Only the best `HOP_ENTITIES_PER_RESULT` times `limit` of those have their drawers read (by
+the hop's weight, then the rank of the seed, then the entity id, the order of the ranking): the
+cost of listing drawers grows with the entities reached (ten hits in a dense part of the graph
+reach hundreds), while the answer needs `limit` drawers. The same query reads the entities of
+the drawers that share an entity with a seed, so their signal still counts every hop they
+mention: a drawer reached only through a hop left unread is not appended, and such a hop may be
+missing from the signal of a drawer found only through another hop. A third query names the
+entities of the drawers kept.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ HOP_WEIGHT = 0.5
 """What an entity one relationship hop away adds, times the relationship's confidence."""
 DEFAULT_CONFIDENCE = 1.0
 """The confidence of a relationship that records none."""
+HOP_ENTITIES_PER_RESULT = 3
+"""How many entities one hop away have their drawers read, per related drawer asked for."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,48 @@ def held(relationship: Relationship, window: tuple[int, int] | None) -> bool:
     return relationship.valid_from < end and relationship.valid_to > start
 
 
+Hops = dict[str, tuple[float, int, set[str]]]
+
+
+def reach(
+    seeds: Sequence[str],
+    seed_entities: Mapping[str, Iterable[str]],
+    relationships: Iterable[Relationship],
+    window: tuple[int, int] | None,
+) -> tuple[dict[str, int], Hops]:
+    """The entities the seeds mention, each with the rank of the best seed mentioning it, and
+    those one hop from them by a relationship held in `window`, each with the best hop weight,
+    the best seed rank and the seeds' entities at the near end."""
+    shared: dict[str, int] = {}
+    for rank, seed in enumerate(seeds):
+        for entity in seed_entities.get(seed, ()):
+            if entity not in shared:
+                shared[entity] = rank
+    hopped: Hops = {}
+    for relationship in relationships:
+        if not held(relationship, window):
+            continue
+        for near, far in (
+            (relationship.subject, relationship.object),
+            (relationship.object, relationship.subject),
+        ):
+            if near not in shared or far in shared:
+                continue
+            confidence = relationship.confidence
+            weight = HOP_WEIGHT * (DEFAULT_CONFIDENCE if confidence is None else confidence)
+            best_weight, best_rank, ends = hopped.get(far, (0.0, len(seeds), set()))
+            ends.add(near)
+            hopped[far] = (max(best_weight, weight), min(best_rank, shared[near]), ends)
+    return shared, hopped
+
+
+def best_hops(hopped: Hops, count: int) -> list[str]:
+    """The `count` entities one hop away that the ranking puts first: by hop weight, then the
+    rank of the seed they connect to, then id."""
+    ordered = sorted(hopped.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
+    return [entity for entity, _ in ordered[: max(count, 0)]]
+
+
 def rank_related(
     seeds: Sequence[str],
     seed_entities: Mapping[str, Iterable[str]],
@@ -98,28 +150,7 @@ def rank_related(
     if limit <= 0:
         return []
     seed_set = set(seeds)
-    # The entities the seeds mention, each with the rank of the best seed mentioning it.
-    shared: dict[str, int] = {}
-    for rank, seed in enumerate(seeds):
-        for entity in seed_entities.get(seed, ()):
-            if entity not in shared:
-                shared[entity] = rank
-    # One hop from them: the best weight, the best seed rank and the entities at the seed end.
-    hopped: dict[str, tuple[float, int, set[str]]] = {}
-    for relationship in relationships:
-        if not held(relationship, window):
-            continue
-        for near, far in (
-            (relationship.subject, relationship.object),
-            (relationship.object, relationship.subject),
-        ):
-            if near not in shared or far in shared:
-                continue
-            confidence = relationship.confidence
-            weight = HOP_WEIGHT * (DEFAULT_CONFIDENCE if confidence is None else confidence)
-            best_weight, best_rank, ends = hopped.get(far, (0.0, len(seeds), set()))
-            ends.add(near)
-            hopped[far] = (max(best_weight, weight), min(best_rank, shared[near]), ends)
+    shared, hopped = reach(seeds, seed_entities, relationships, window)
     # The drawers mentioning any of them, with what connects each.
     found: dict[str, tuple[list[float], int, set[str]]] = {}
     reached = [(entity, SHARED_WEIGHT, rank, ()) for entity, rank in shared.items()]
@@ -148,9 +179,9 @@ _HELD = (
     "time::nano(valid_from) < $end "
     "AND (valid_to = NONE OR valid_to = NULL OR time::nano(valid_to) > $start)"
 )
-# One round trip: the seeds' entities, the relationships of those held in the period (either
-# direction), and the drawers mentioning every entity reached. Only keys and numbers come back:
-# decoding record ids and datetimes costs more than the engine's work here.
+# The seeds' entities, the relationships of those held in the period (either direction), and
+# the drawers mentioning the seeds' entities. Only keys and numbers come back: decoding record
+# ids and datetimes costs more than the engine's work here.
 _NEIGHBOURHOOD = """
 LET $rows = SELECT id, ->mentions->entity AS entities FROM $seeds;
 LET $shared = array::distinct(array::flatten($rows.entities));
@@ -159,14 +190,23 @@ LET $held = SELECT in, out, confidence, time::nano(valid_from) AS since,
     FROM array::distinct(array::flatten(
         (SELECT VALUE array::concat(->relates_to, <-relates_to) FROM $shared)))
     WHERE {held};
-LET $reached = array::distinct(array::concat($shared, $held.in, $held.out));
 RETURN {{
     seeds: $rows.map(|$r| [record::id($r.id), $r.entities.map(|$e| record::id($e))]),
     relationships: $held.map(
         |$r| [record::id($r.in), record::id($r.out), $r.confidence, $r.since, $r.until]),
     drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
-        FROM $reached)
+        FROM $shared)
 }};
+"""
+# The drawers mentioning the hops read, and the entities of the drawers that share an entity
+# with a seed (to credit them with the hops left unread).
+_AROUND = """
+RETURN {
+    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
+        FROM $entities),
+    entities: (SELECT VALUE [record::id(id), (->mentions->entity).map(|$e| record::id($e))]
+        FROM $drawers)
+};
 """
 
 
@@ -180,29 +220,52 @@ class Neighbourhood:
 
 
 def neighbourhood(
-    store: Store, seeds: Sequence[str], window: tuple[int, int] | None
+    store: Store, seeds: Sequence[str], window: tuple[int, int] | None, limit: int
 ) -> Neighbourhood:
     """The seeds' entities, the relationships of those held in `window` (None: ever), and the
-    drawers that mention each entity reached, in one query."""
+    drawers that mention each of the seeds' entities and of the best `HOP_ENTITIES_PER_RESULT`
+    times `limit` entities one hop away (`best_hops`), in two queries. A hop left unread is
+    listed with the drawers sharing an entity with a seed that mention it."""
     sql = _NEIGHBOURHOOD.format(held="true" if window is None else _HELD)
     variables: dict[str, Any] = {"seeds": [RecordID("drawer", seed) for seed in seeds]}
     if window is not None:
         variables["start"], variables["end"] = window
     answer = store.one(sql, variables)
-    return Neighbourhood(
-        seed_entities={str(seed): _keys(entities) for seed, entities in answer["seeds"]},
-        relationships=[
-            Relationship(
-                subject=str(subject),
-                object=str(obj),
-                valid_from=int(since),
-                valid_to=OPEN if until is None else int(until),
-                confidence=DEFAULT_CONFIDENCE if confidence is None else float(confidence),
-            )
-            for subject, obj, confidence, since, until in answer["relationships"]
-        ],
-        mentioned_by={str(entity): _keys(drawers) for entity, drawers in answer["drawers"]},
+    seed_entities = {str(seed): _keys(entities) for seed, entities in answer["seeds"]}
+    relationships = [
+        Relationship(
+            subject=str(subject),
+            object=str(obj),
+            valid_from=int(since),
+            valid_to=OPEN if until is None else int(until),
+            confidence=DEFAULT_CONFIDENCE if confidence is None else float(confidence),
+        )
+        for subject, obj, confidence, since, until in answer["relationships"]
+    ]
+    mentioned_by = {str(entity): _keys(drawers) for entity, drawers in answer["drawers"]}
+    _, hopped = reach(seeds, seed_entities, relationships, window)
+    hops = best_hops(hopped, HOP_ENTITIES_PER_RESULT * limit)
+    if not hops:
+        return Neighbourhood(seed_entities, relationships, mentioned_by)
+    unread = set(hopped) - set(hops)
+    sharing = (
+        sorted({drawer for drawers in mentioned_by.values() for drawer in drawers} - set(seeds))
+        if unread
+        else []
     )
+    around = store.one(
+        _AROUND,
+        {
+            "entities": [RecordID("entity", entity) for entity in hops],
+            "drawers": [RecordID("drawer", drawer) for drawer in sharing],
+        },
+    )
+    mentioned_by.update({str(entity): _keys(drawers) for entity, drawers in around["drawers"]})
+    for drawer, entities in around["entities"]:
+        for entity in _keys(entities):
+            if entity in unread:
+                mentioned_by.setdefault(entity, []).append(str(drawer))
+    return Neighbourhood(seed_entities, relationships, mentioned_by)
 
 
 def _keys(values: Any) -> list[str]:
@@ -230,7 +293,7 @@ def expand(
     `via` holds entity names."""
     if not seeds or limit <= 0:
         return []
-    found = neighbourhood(store, seeds, window)
+    found = neighbourhood(store, seeds, window, limit)
     related = rank_related(
         seeds,
         found.seed_entities,

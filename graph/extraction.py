@@ -19,12 +19,11 @@ mined document when the drawer holds its current revision), else from the drawer
 and never from later than now.
 
 `Sweeper` queues one automatically after a mining job completes, after a note is written, and
-at start-up, when a provider is configured, with at most one waiting at a time.
+at start-up, when a provider is configured, with at most one waiting at a time (`jobs.sweeper`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import threading
@@ -35,13 +34,12 @@ from surrealdb import RecordID
 
 from graph import providers
 from graph.providers import ExtractNotConfigured, Item
-from jobs import kinds
+from jobs import kinds, sweeper
 from jobs.run import JobRun
 from jobs.states import Priority
 from memcastle_project import runtime
 from memcastle_project.clock import utc_now
 from memcastle_project.config import ExtractionConfig
-from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid, MemCastleError
 from memcastle_project.events import Event, EventBus
 from memcastle_project.logs import fields
@@ -55,11 +53,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PARAMETERS = ("wing",)
-# Who an automatic extract job is recorded as requested by.
-SWEEP_REQUESTER = "auto"
-# After a note or a mining job, how long the sweeper gathers more before it looks at the queue.
-GATHER_SECS = 0.2
-GATHER_MAX_SECS = 2.0
 # How far back a replacement's lineage is followed to the nearest drawer that was read.
 LINEAGE_STEPS = 100
 # The preference level a provider is told (ADR-048): the default level of every source.
@@ -142,6 +135,15 @@ class ExtractionRepository:
                 if _origin(drawer).get("revision") == row.get("revision"):
                     found[drawer["id"]] = row["occurred_at"]
         return found
+
+    def is_read(self, drawer_id: str) -> bool:
+        """Whether the drawer has a `drawer_extraction` marker."""
+        return (
+            self.store.one(
+                "SELECT VALUE id FROM ONLY type::record('drawer_extraction', $d)", {"d": drawer_id}
+            )
+            is not None
+        )
 
     def marked_by(self, job_id: str) -> list[str]:
         return self.store.one(
@@ -326,6 +328,7 @@ class Extraction:
                 max_relations=self.config.max_relations,
             )
             record = {key: value for key, value in drawer.items() if key != "content"}
+            predecessor = self._read_predecessor(drawer)
             written_entities, written_relations = self.graph.record_extraction(
                 record,
                 entities,
@@ -333,38 +336,35 @@ class Extraction:
                 extractor=self.provider.name,
                 job_id=self.job.job_id,
                 valid_from=fact_valid_from(drawer, times.get(drawer["id"]), utc_now()),
+                predecessor=predecessor,
             )
             self.state["drawers"] += 1
             self.state["entities"] += written_entities
             self.state["relations"] += written_relations
-            if drawer.get("supersedes"):
-                self._link_successors([drawer["id"]], {drawer["id"]: drawer})
+            if predecessor is not None:
+                self.graph.link_successor_facts(predecessor, drawer["id"])
         return len(ordered)
 
-    def _link_successors(
-        self, drawer_ids: list[str], known: Mapping[str, Mapping[str, Any]] | None = None
-    ) -> None:
+    def _link_successors(self, drawer_ids: list[str]) -> None:
         """Link the facts of each drawer that replaced another `supersedes` those of the nearest
-        predecessor that was read (following the drawers' explicit lineage only)."""
-        drawers = dict(known or {})
-        missing = [drawer for drawer in drawer_ids if drawer not in drawers]
-        drawers.update(self.repository.drawers(missing))
-        read: set[str] | None = None
-        for drawer_id in drawer_ids:
-            drawer = drawers.get(drawer_id)
-            if drawer is None or not drawer.get("supersedes"):
-                continue
-            if read is None:
-                read = self.repository.read_drawers()
-            predecessor = drawer["supersedes"]
-            for _ in range(LINEAGE_STEPS):
-                if predecessor in read:
-                    self.graph.link_successor_facts(predecessor, drawer_id)
-                    break
-                row = self.repository.drawers([predecessor]).get(predecessor)
-                if row is None or not row.get("supersedes"):
-                    break
-                predecessor = row["supersedes"]
+        predecessor that was read."""
+        for drawer_id, drawer in self.repository.drawers(drawer_ids).items():
+            predecessor = self._read_predecessor(drawer)
+            if predecessor is not None:
+                self.graph.link_successor_facts(predecessor, drawer_id)
+
+    def _read_predecessor(self, drawer: Mapping[str, Any]) -> str | None:
+        """The nearest drawer that `drawer` replaced and that was read, following the drawers'
+        explicit lineage only (at most `LINEAGE_STEPS` back)."""
+        predecessor = drawer.get("supersedes")
+        for _ in range(LINEAGE_STEPS):
+            if not predecessor:
+                return None
+            if self.repository.is_read(predecessor):
+                return predecessor
+            row = self.repository.drawers([predecessor]).get(predecessor)
+            predecessor = row.get("supersedes") if row is not None else None
+        return None
 
 
 def _is_current(drawer: Mapping[str, Any]) -> bool:
@@ -397,92 +397,34 @@ def start_sweeps(
     Sweeper(config, jobs, events, store).start()
 
 
-class Sweeper:
+class Sweeper(sweeper.Sweeper):
     """Queues an extract job at start-up, after a mining job completes and after a note is
-    written, when a provider is configured. Coalesced: none is queued while one is already
-    waiting (a running one does not count, so what is written during a run is read by the
-    next)."""
+    written, when a provider is configured."""
+
+    kind = "extract"
+    retried_by = "the next mining job, note or start"
 
     def __init__(
         self, config: ExtractionConfig, jobs: JobService, events: EventBus, store: Store
     ) -> None:
+        super().__init__(jobs, events)
         self.config = config
-        self.jobs = jobs
-        self.events = events
         self.store = store
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         return self.config.configured
 
-    def start(self) -> None:
-        """Queue one now and follow this process's events until the event bus closes."""
-        if not self.enabled or self._thread is not None:
-            return
-        self.queue(at_start_up=True)
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow()),
-            name="memcastle-extract-sweeps",
-            daemon=True,
-        )
-        self._thread.start()
+    def triggers(self, event: Event) -> bool:
+        created: list[str] = []
+        return _wanted(event, created) or bool(created)
 
-    def queue(self, *, at_start_up: bool = False) -> dict[str, Any] | None:
-        """Submit an extract job unless one is already queued; returns the job submitted.
-
-        At start-up a running one counts too (a job recovered from a crash may have been
-        claimed already): nothing was written since, so it leaves nothing for another."""
-        with self._lock:
-            try:
-                statuses = ("queued", "running") if at_start_up else ("queued",)
-                for status in statuses:
-                    _, waiting = self.jobs.repository.list(
-                        status=status, kind="extract", limit=1, offset=0
-                    )
-                    if waiting:
-                        logger.debug("extract sweep: a job is already %s", status)
-                        return None
-                return self.jobs.submit(
-                    RequestContext.build(requested_by=SWEEP_REQUESTER), {"type": "extract"}
-                )
-            except MemCastleError as exc:
-                logger.warning(
-                    "could not queue an extract job; the next mining job, note or start tries "
-                    "again",
-                    extra=fields(error=exc.code),
-                )
-                return None
-
-    async def _follow(self) -> None:
-        subscription = self.events.subscribe()
-        try:
-            while True:
-                event = await subscription.next(3600)
-                if event is None:
-                    if subscription.closed:
-                        return
-                    continue
-                created: list[str] = []
-                wanted = _wanted(event, created)
-                if not wanted and not created:
-                    continue
-                # Let the rest of a burst arrive, then look once.
-                until = asyncio.get_running_loop().time() + GATHER_MAX_SECS
-                while asyncio.get_running_loop().time() < until:
-                    more = await subscription.next(GATHER_SECS)
-                    if more is None:
-                        break
-                    wanted = _wanted(more, created) or wanted
-                if subscription.closed:
-                    return
-                if not wanted:
-                    wanted = await asyncio.to_thread(self._has_note, created)
-                if wanted:
-                    await asyncio.to_thread(self.queue)
-        finally:
-            subscription.cancel()
+    def calls_for(self, burst: list[Event]) -> bool:
+        """A mining job completed (or the follower fell behind), or a note was filed."""
+        created: list[str] = []
+        if any([_wanted(event, created) for event in burst]):
+            return True
+        return bool(created) and self._has_note(created)
 
     def _has_note(self, drawer_ids: list[str]) -> bool:
         try:

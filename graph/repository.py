@@ -119,15 +119,29 @@ class GraphRepository:
             {"terms": _term_ids("fuzzy", wanted)},
         )
 
-    def create_entity(self, record: Mapping[str, Any], terms: list[tuple[str, str]]) -> None:
-        """The entity and its terms in one transaction; fails (StoreFailed) when the name is
-        taken for that kind."""
+    def create_entities(
+        self,
+        entities: list[tuple[Mapping[str, Any], list[tuple[str, str]]]],
+        candidates: list[dict[str, Any]],
+    ) -> None:
+        """New entities with their terms, and their `possibly_same_as` links, in one
+        transaction; fails (StoreFailed or UniqueViolation) when a name is taken for its kind,
+        and then writes nothing."""
+        terms: dict[tuple[str, str], list[str]] = {}
+        for record, filed_under in entities:
+            for term in filed_under:
+                terms.setdefault(term, []).append(record["id"])
         self.store.transaction(
-            "CREATE ONLY type::record('entity', $id) CONTENT $record RETURN NONE;" + TERM_UPSERT,
+            "INSERT INTO entity $records RETURN NONE;"
+            + TERM_UPSERT
+            + "INSERT RELATION IGNORE INTO possibly_same_as $candidates RETURN NONE;",
             {
-                "id": record["id"],
-                "record": {k: v for k, v in record.items() if k != "id"},
-                "terms": _term_rows(record["id"], terms),
+                "records": [{**record, "id": _entity(record["id"])} for record, _ in entities],
+                "terms": [
+                    {"id": RecordID("entity_term", list(term)), "entities": ids}
+                    for term, ids in sorted(terms.items())
+                ],
+                "candidates": _edge_rows("possibly_same_as", candidates, "entity>entity"),
             },
         )
 
@@ -151,13 +165,6 @@ class GraphRepository:
             statements,
             {"e": _entity(entity_id), "alias": alias, "alias_key": alias_key, "terms": terms},
         )
-
-    def link_candidates(self, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            self.store.query(
-                "INSERT RELATION IGNORE INTO possibly_same_as $rows RETURN NONE;",
-                {"rows": _edge_rows("possibly_same_as", rows, "entity>entity")},
-            )
 
     def list_entities(self, name: str | None, kind: str | None, limit: int) -> list[dict]:
         conditions = []

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,8 @@ ENTITY_LIST_LIMIT = 50
 # The longest entity name or alias recorded.
 MAX_NAME_CHARS = 500
 MENTION_LIST_LIMIT = 200
+# How many names the extract job's resolutions remember (`resolve_many(remembered=True)`).
+KNOWN_NAMES = 10_000
 OVERVIEW_TOP = 20
 NEIGHBOURHOOD_LIMIT = 200
 MAX_DEPTH = 3
@@ -97,6 +101,25 @@ def check_fact_labels(fact: Mapping[str, Any]) -> None:
         ref = fact.get(end)
         if isinstance(ref, Mapping) and "kind" in ref:
             label(ref.get("kind"), f"fact.{end}.kind")
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A new entity prepared by a resolution, not written yet, and the entities it resembles."""
+
+    record: dict[str, Any]
+    candidates: list[resolution.Candidate]
+
+    def add_alias(self, alias: str) -> dict[str, Any]:
+        if alias != self.record["name"] and alias not in self.record["aliases"]:
+            self.record["aliases"].append(alias)
+            alias_key = resolution.key(alias)
+            if alias_key and alias_key not in self.record["alias_keys"]:
+                self.record["alias_keys"].append(alias_key)
+        return self.record
+
+    def terms(self) -> list[tuple[str, str]]:
+        return resolution.entity_terms(self.record["key"], self.record["alias_keys"])
 
 
 @dataclass(frozen=True)
@@ -219,6 +242,9 @@ class GraphService:
         self.events = events or EventBus()
         self.fuzzy = fuzzy
         self.clock = clock
+        # (name, kind) -> the entity of that name and kind (`resolve_many(remembered=True)`).
+        self._known: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._known_lock = threading.Lock()
 
     # Resolution (palace.md section 8)
 
@@ -228,10 +254,19 @@ class GraphService:
         `possibly_same_as` to the entities it resembles. Never merges or deletes."""
         return self.resolve_many([(name, kind)])[0]
 
-    def resolve_many(self, observations: list[tuple[str, str]]) -> list[Resolution]:
+    def resolve_many(
+        self, observations: list[tuple[str, str]], *, remembered: bool = False
+    ) -> list[Resolution]:
         """`resolve` for several `(name, kind)` in order, looked up together: two round trips
-        for the lookups, then one write per new entity or new alias. A name resolves against the
-        entities the earlier names of the list created or gave an alias, too."""
+        for the lookups, one write per new alias of an existing entity, and one transaction
+        for every new entity (with its aliases, terms and candidate links). A name resolves
+        against the entities the earlier names of the list created or gave an alias, too.
+
+        With `remembered`, a name this service has seen resolve to an entity of that very name
+        and kind resolves to it again without a lookup: the `exact` rule picks that entity
+        whatever else exists (names are never rewritten, entities never deleted, and a name is
+        unique per kind), but its view may lack aliases recorded since. The extract job, which
+        only needs the entity's id, reads mostly names it has seen before."""
         wanted = []
         for name, kind in observations:
             text = name.strip() if isinstance(name, str) else ""
@@ -240,6 +275,38 @@ class GraphService:
             if len(text) > MAX_NAME_CHARS:
                 raise InputInvalid("name", f"must be at most {MAX_NAME_CHARS} characters")
             wanted.append((text, label(kind, "kind"), resolution.key(text)))
+        if not remembered:
+            return self._resolve_all(wanted)
+        known = [self._known_entity(name, kind) for name, kind, _ in wanted]
+        rest = [item for item, entity in zip(wanted, known, strict=True) if entity is None]
+        found = iter(self._resolve_all(rest) if rest else [])
+        answers = [
+            Resolution(entity_view(entity), "exact", resolution.CONFIDENCE["exact"])
+            if entity is not None
+            else next(found)
+            for entity in known
+        ]
+        for (name, kind, _), answer in zip(wanted, answers, strict=True):
+            if (answer.entity["name"], answer.entity["kind"]) == (name, kind):
+                self._remember(answer.entity)
+        return answers
+
+    def _known_entity(self, name: str, kind: str) -> dict[str, Any] | None:
+        with self._known_lock:
+            entity = self._known.get((name, kind))
+            if entity is not None:
+                self._known.move_to_end((name, kind))
+            return entity
+
+    def _remember(self, entity: dict[str, Any]) -> None:
+        with self._known_lock:
+            self._known[(entity["name"], entity["kind"])] = entity
+            self._known.move_to_end((entity["name"], entity["kind"]))
+            while len(self._known) > KNOWN_NAMES:
+                self._known.popitem(last=False)
+
+    def _resolve_all(self, wanted: list[tuple[str, str, str]]) -> list[Resolution]:
+        """Resolve checked `(name, kind, key)` observations (see `resolve_many`)."""
         pool = {
             row["id"]: row
             for row in self.repository.resolution_pool(
@@ -264,12 +331,34 @@ class GraphService:
             terms = {term for key in undecided for term in resolution.lookup_terms(key)}
             for row in self.repository.entities_near(terms):
                 pool.setdefault(row["id"], row)
-        return [self._resolve_in(pool, name, kind, key) for name, kind, key in wanted]
+        pending: dict[str, _Pending] = {}
+        found = [self._resolve_in(pool, pending, name, kind, key) for name, kind, key in wanted]
+        if not pending:
+            return found
+        settled = self._create_entities(list(pending.values()))
+        answers = []
+        for res in found:
+            stored = settled.get(res.entity["id"])
+            if stored is None:
+                answers.append(res)
+            else:
+                entity, rule = stored
+                if res.rule != "new" or rule is None:
+                    rule = res.rule
+                answers.append(Resolution(entity_view(entity), rule, res.confidence))
+        return answers
 
     def _resolve_in(
-        self, pool: dict[str, dict[str, Any]], name: str, kind: str, observed: str
+        self,
+        pool: dict[str, dict[str, Any]],
+        pending: dict[str, _Pending],
+        name: str,
+        kind: str,
+        observed: str,
     ) -> Resolution:
-        """Resolve against the entities looked up (`pool`), which it keeps up to date."""
+        """Resolve against the entities looked up (`pool`), which it keeps up to date. A new
+        entity is only prepared (in `pending`, and in `pool` for the names after it); a
+        spelling of a prepared one becomes one of its aliases before it is written."""
         rows = list(pool.values())
         decision = resolution.decide(
             name,
@@ -283,61 +372,85 @@ class GraphService:
         if decision.entity is not None:
             entity = dict(decision.entity)
             if decision.rule != "exact" and name != entity["name"]:
-                entity = self._record_alias(entity, name)
+                if entity["id"] in pending:
+                    entity = pending[entity["id"]].add_alias(name)
+                else:
+                    entity = self._record_alias(entity, name)
                 pool[entity["id"]] = entity
             return Resolution(entity_view(entity), decision.rule, decision.confidence)
-        created = self._create_entity(name, kind, observed, decision.candidates)
-        if created is None:
-            # Another writer created it between our lookup and our write: look again.
-            for row in self.repository.resolution_pool({name}, {observed}):
-                pool[row["id"]] = row
+        prepared = _Pending(
+            {
+                "id": str(uuid.uuid4()),
+                "name": name,
+                "kind": kind,
+                "key": observed,
+                "aliases": [],
+                "alias_keys": [],
+                "properties": {},
+                "created_at": self.clock(),
+            },
+            decision.candidates,
+        )
+        pending[prepared.record["id"]] = prepared
+        pool[prepared.record["id"]] = prepared.record
+        return Resolution(entity_view(prepared.record), "new", decision.confidence)
+
+    def _candidate_rows(self, prepared: _Pending) -> list[dict[str, Any]]:
+        record = prepared.record
+        return [
+            {
+                "id": derived_id("possibly_same_as", record["id"], c.entity["id"]),
+                "in": record["id"],
+                "out": c.entity["id"],
+                "similarity": c.similarity,
+                "created_at": record["created_at"],
+            }
+            for c in prepared.candidates
+        ]
+
+    def _announce_created(self, prepared: _Pending) -> None:
+        self.events.publish("entity", "created", id=prepared.record["id"])
+        for candidate in prepared.candidates:
+            self.events.publish("entity", "updated", id=candidate.entity["id"])
+
+    def _create_entities(
+        self, prepared: list[_Pending]
+    ) -> dict[str, tuple[dict[str, Any], str | None]]:
+        """Write the prepared entities in one transaction. When another writer created one of
+        the names first, the transaction fails and each is written alone: a name taken meanwhile
+        resolves to the other writer's entity, which gets the prepared aliases. Returns, by
+        prepared id, the entity stored and, when it is another writer's, the rule that tied
+        the name to it."""
+        try:
+            self.repository.create_entities(
+                [(p.record, p.terms()) for p in prepared],
+                [row for p in prepared for row in self._candidate_rows(p)],
+            )
+        except (StoreFailed, UniqueViolation):
+            return {p.record["id"]: self._create_alone(p) for p in prepared}
+        for p in prepared:
+            self._announce_created(p)
+        return {p.record["id"]: (p.record, None) for p in prepared}
+
+    def _create_alone(self, prepared: _Pending) -> tuple[dict[str, Any], str | None]:
+        record = prepared.record
+        try:
+            self.repository.create_entities(
+                [(record, prepared.terms())], self._candidate_rows(prepared)
+            )
+        except (StoreFailed, UniqueViolation):
+            rows = self.repository.resolution_pool({record["name"]}, {record["key"]})
             again = resolution.decide(
-                name, kind, by_name=pool.values(), by_key=pool.values(), fuzzy=False
+                record["name"], record["kind"], by_name=rows, by_key=rows, fuzzy=False
             )
             if again.entity is None:
-                raise StoreFailed("the entity could not be resolved")
-            return Resolution(entity_view(again.entity), again.rule, again.confidence)
-        pool[created["id"]] = created
-        return Resolution(entity_view(created), "new", decision.confidence)
-
-    def _create_entity(
-        self, name: str, kind: str, observed: str, candidates: list[resolution.Candidate]
-    ) -> dict[str, Any] | None:
-        """A new entity, or None when another writer created it first (resolve again)."""
-        now = self.clock()
-        record = {
-            "id": str(uuid.uuid4()),
-            "name": name,
-            "kind": kind,
-            "key": observed,
-            "aliases": [],
-            "alias_keys": [],
-            "properties": {},
-            "created_at": now,
-        }
-        try:
-            self.repository.create_entity(record, resolution.entity_terms(observed, []))
-        except (StoreFailed, UniqueViolation):
-            if self.repository.entity_by_name_kind(name, kind) is not None:
-                return None
-            raise
-        self.events.publish("entity", "created", id=record["id"])
-        if candidates:
-            self.repository.link_candidates(
-                [
-                    {
-                        "id": derived_id("possibly_same_as", record["id"], c.entity["id"]),
-                        "in": record["id"],
-                        "out": c.entity["id"],
-                        "similarity": c.similarity,
-                        "created_at": now,
-                    }
-                    for c in candidates
-                ]
-            )
-            for candidate in candidates:
-                self.events.publish("entity", "updated", id=candidate.entity["id"])
-        return record
+                raise
+            entity = dict(again.entity)
+            for alias in record["aliases"]:
+                entity = self._record_alias(entity, alias)
+            return entity, again.rule
+        self._announce_created(prepared)
+        return record, None
 
     def _record_alias(self, entity: Mapping[str, Any], alias: str) -> dict[str, Any]:
         """Append a spelling to the entity's aliases (and its key to `alias_keys`)."""
@@ -415,14 +528,16 @@ class GraphService:
         extractor: str,
         job_id: str | None,
         valid_from: dt.datetime,
+        predecessor: str | None = None,
     ) -> tuple[int, int]:
         """Record what an extractor read in a drawer: resolve its entities, link the drawer to
         them (`mentions`), add its relations (`relates_to`, under ids derived from the drawer
         and the fact), infer the lifecycle links against other drawers' assertions, and write
         the drawer's `drawer_extraction` marker last. `entities` are `{name, kind}`;
         `relations` are `{subject, predicate, object, confidence}` naming entities of the same
-        answer, already normalised and capped. A replay writes nothing twice. Returns the
-        entities and relations recorded."""
+        answer, already normalised and capped. `predecessor` is the read drawer this one
+        replaced, whose facts it supersedes (`link_successor_facts`) rather than contradicts.
+        A replay writes nothing twice. Returns the entities and relations recorded."""
         now = self.clock()
         valid_from = min(valid_from, now)
         drawer_id = drawer["id"]
@@ -434,7 +549,7 @@ class GraphService:
             kind = str(item.get("kind") or "").strip() or resolution.OTHER
             if name and len(name) <= MAX_NAME_CHARS and name not in observations:
                 observations[name] = kind
-        found = self.resolve_many(list(observations.items()))
+        found = self.resolve_many(list(observations.items()), remembered=True)
         for (name, _), res in zip(observations.items(), found, strict=True):
             resolved[name] = (res, name)
             by_key.setdefault(resolution.key(name), name)
@@ -483,7 +598,7 @@ class GraphService:
                     "created_at": now,
                 },
             )
-        links = self._inferred_links(drawer_id, list(relationships.values()), now)
+        links = self._inferred_links(drawer_id, list(relationships.values()), now, predecessor)
         marker = {
             "drawer": drawer_id,
             "extractor": extractor,
@@ -530,11 +645,19 @@ class GraphService:
         return provenance
 
     def _inferred_links(
-        self, drawer_id: str, relationships: list[dict[str, Any]], at: dt.datetime
+        self,
+        drawer_id: str,
+        relationships: list[dict[str, Any]],
+        at: dt.datetime,
+        predecessor: str | None = None,
     ) -> list[dict[str, Any]]:
-        """`confirms` (same object, overlapping validity) and `contradicts` (another object of a
-        single-valued predicate) against assertions with the same subject and predicate from a
-        different evidence drawer."""
+        """`confirms` (same object) and `contradicts` (another object of a single-valued
+        predicate) against assertions with the same subject and predicate from a different
+        evidence drawer, whose validity overlaps: two beliefs that never held at the same
+        instant neither confirm nor contradict each other. The facts of the `predecessor` drawer
+        are never contradicted: the successor's facts supersede them (a revision replaces what
+        it said), and a contradiction too would show both as conflicting in the interval
+        between the edit (the successor's `occurred_at`) and the re-mining that closed them."""
         queries: list[tuple[str, str, str | None]] = []
         for row in relationships:
             single = row["predicate"] in SINGLE_VALUED
@@ -543,13 +666,14 @@ class GraphService:
         links: dict[str, dict[str, Any]] = {}
         for row, peers in zip(relationships, found, strict=True):
             for peer in peers:
-                if peer["id"] == row["id"] or _evidence(peer) == drawer_id:
+                evidence = _evidence(peer)
+                if peer["id"] == row["id"] or evidence == drawer_id or not _overlaps(row, peer):
                     continue
                 if peer["out"] == row["out"]:
-                    if not _overlaps(row, peer):
-                        continue
                     kind = "confirms"
-                elif row["predicate"] in SINGLE_VALUED:
+                elif row["predicate"] in SINGLE_VALUED and (
+                    predecessor is None or evidence != predecessor
+                ):
                     kind = "contradicts"
                 else:
                     continue
@@ -581,6 +705,7 @@ class GraphService:
         new = self.repository.facts_of_drawer(new_drawer_id)
         now = self.clock()
         links = {}
+        ends: set[str] = set()
         for successor in new:
             for predecessor in old:
                 if (successor["in"], successor["predicate"]) != (
@@ -598,7 +723,10 @@ class GraphService:
                     evidence=new_drawer_id,
                 )
                 links[link["id"]] = link
+                ends.update((successor["in"], successor["out"], predecessor["out"]))
         self.repository.insert_links(list(links.values()))
+        # The predecessor's facts now read `superseded`: their entities changed.
+        self._announce(*ends)
         return len(links)
 
     # Writers: a checkpoint's fact (graph.md section 2, palace.md section 4)

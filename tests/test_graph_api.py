@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ import pytest
 
 from jobs.replay import unit_id
 from tests.daemon import Daemon
+from tests.test_events import EventStream, Frame, expect_open
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
@@ -355,6 +356,37 @@ def test_spellings_converge_through_mentions(
     # Idempotent: the same link again is a 200, whatever the spelling.
     again = ok(mention(client, drawers[0], f"NodeJS {tag}", "tool"), 200)
     assert (again["created"], again["observation"]["name"]) == (False, spellings[0])
+
+
+def entity_frame(entity_id: str, action: str) -> Callable[[object], bool]:
+    def matches(item: object) -> bool:
+        return (
+            isinstance(item, Frame)
+            and item.event == "entity"
+            and item.data.get("id") == entity_id
+            and item.data.get("action") == action
+        )
+
+    return matches
+
+
+def test_entity_changes_are_announced_on_the_event_stream(
+    daemon: Daemon, client: httpx.Client, wing_name: str, tag: str
+) -> None:
+    stream = EventStream(daemon)
+    try:
+        assert stream.response.status_code == 200
+        expect_open(stream)
+        drawer = file_drawer(client, wing_name, "Kestrel is our queue.")
+        linked = ok(mention(client, drawer["id"], f"Kestrel{tag}", "tool"), 201)["entity"]
+        created = stream.wait(entity_frame(linked["id"], "created"), what="the entity created")
+        # A change names what changed, never what it holds.
+        assert created.data == {"kind": "entity", "action": "created", "id": linked["id"]}
+        stream.wait(entity_frame(linked["id"], "updated"), what="the mention announced")
+        ok(client.post(f"/api/entities/{linked['id']}/aliases", json={"alias": f"K{tag}"}), 201)
+        stream.wait(entity_frame(linked["id"], "updated"), what="the alias announced")
+    finally:
+        stream.close()
 
 
 def test_aliases_and_candidates(client: httpx.Client, wing_name: str, tag: str) -> None:

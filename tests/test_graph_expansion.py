@@ -399,12 +399,42 @@ def test_the_graph_is_read_in_nanoseconds_of_validity(palace: SearchPalace, grap
     pg, acme = graph.entity("Postgres"), graph.entity("Acme")
     graph.mention(hit, pg)
     graph.relate(pg, acme, since=instant(5), until=instant(6), confidence=0.5)
-    found = expansion.neighbourhood(palace.store, [hit["id"]], None)
+    found = expansion.neighbourhood(palace.store, [hit["id"]], None, 10)
     assert found.seed_entities == {hit["id"]: [pg]}
     assert found.relationships == [
         Relationship(pg, acme, to_ns(instant(5)), to_ns(instant(6)), 0.5)
     ]
     assert found.mentioned_by == {pg: [hit["id"]], acme: []}
     window = (to_ns(instant(7)), to_ns(instant(7)) + 1)
-    assert expansion.neighbourhood(palace.store, [hit["id"]], window).relationships == []
+    assert expansion.neighbourhood(palace.store, [hit["id"]], window, 10).relationships == []
     assert expansion.entity_names(palace.store, [pg, acme]) == {pg: "Postgres", acme: "Acme"}
+
+
+def test_only_the_best_hops_have_their_drawers_read(palace: SearchPalace, graph: Graph) -> None:
+    hit = palace.file("work", "db", "the database is postgres", valid_from=instant(1))
+    pg = graph.entity("Postgres")
+    graph.mention(hit, pg)
+    hops = {}
+    for n, confidence in enumerate((0.5, 0.9, 0.7, 0.8, 0.6)):
+        hops[confidence] = graph.entity(f"Tool{n}")
+        graph.relate(pg, hops[confidence], since=instant(1), confidence=confidence)
+        about = palace.file("work", "db", f"about tool {n}", valid_from=instant(1))
+        graph.mention(about, hops[confidence])
+    both = palace.file("work", "db", "postgres and tool 0", valid_from=instant(1))
+    graph.mention(both, pg, hops[0.5])
+    limit = 1
+    assert expansion.HOP_ENTITIES_PER_RESULT * limit == 3
+    read = expansion.neighbourhood(palace.store, [hit["id"]], None, limit).mentioned_by
+    assert set(read) == {pg, hops[0.9], hops[0.8], hops[0.7], hops[0.5]}
+    # A hop left unread is listed with the drawers that share an entity with the hit only, so
+    # their signal still counts it.
+    assert read[hops[0.5]] == [both["id"]]
+    (related,) = expansion.expand(palace.store, [hit["id"]], everywhere, None, limit)
+    assert (related.drawer_id, related.graph, related.via) == (
+        both["id"],
+        1.25,
+        ("Postgres", "Tool0"),
+    )
+    # Asked for more, every hop is read and ranked.
+    related = expansion.expand(palace.store, [hit["id"]], everywhere, None, 6)
+    assert [item.graph for item in related] == [1.25, 0.45, 0.4, 0.35, 0.3, 0.25]

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from tests.daemon import Daemon
+from tests.test_events import EventStream, Frame, expect_open
 
 WAIT = 60.0
 TERMINAL = ("completed", "failed", "cancelled")
@@ -277,6 +278,15 @@ def test_an_edited_file_closes_its_facts_and_the_new_ones_supersede_them(
     earlier = at_ns(BASE_NS + 5 * SECOND).isoformat().replace("+00:00", "Z")
     (then,) = relationships(client, orion["id"], as_of=earlier)
     assert (then["to_name"], then["lifecycle"]["state"]) == ("Lisbon", "current")
+    # From the edit (the new revision's time) to the mine that closed Lisbon both held: the
+    # new revision supersedes the old one's fact, it does not contradict it.
+    assert [link["kind"] for link in lisbon["lifecycle"]["links"]] == ["supersedes"]
+    between = at_ns(BASE_NS + 20 * SECOND).isoformat().replace("+00:00", "Z")
+    states = {
+        row["to_name"]: row["lifecycle"]["state"]
+        for row in relationships(client, orion["id"], as_of=between)
+    }
+    assert states == {"Lisbon": "current", "Madrid": "current"}
 
 
 def test_notes_are_read_and_manual_drawers_are_not(client: httpx.Client, wing_name: str) -> None:
@@ -300,6 +310,32 @@ def test_notes_are_read_and_manual_drawers_are_not(client: httpx.Client, wing_na
     assert uses["provenance"]["drawer"] == note.json()["id"]
     assert "origin" not in uses["provenance"] or not uses["provenance"]["origin"]
     assert no_entity(client, "Quinn") and no_entity(client, "Ursula")
+
+
+def test_what_extraction_records_is_announced_on_the_event_stream(
+    extracting: Daemon, client: httpx.Client, wing_name: str
+) -> None:
+    stream = EventStream(extracting)
+    try:
+        assert stream.response.status_code == 200
+        expect_open(stream)
+        note = client.post("/api/notes", json={"wing": wing_name, "content": "Wendolyn uses Kak."})
+        assert note.status_code == 201, note.text
+        extracted_after(client, dt.datetime.now(dt.UTC).isoformat())
+        for name in ("Wendolyn", "Kak"):
+            found = entity(client, name)["id"]
+            frame = stream.wait(
+                lambda item, found=found: (
+                    isinstance(item, Frame)
+                    and item.event == "entity"
+                    and item.data.get("id") == found
+                    and item.data.get("action") == "created"
+                ),
+                what=f"{name} created",
+            )
+            assert frame.data == {"kind": "entity", "action": "created", "id": found}
+    finally:
+        stream.close()
 
 
 def test_extract_is_a_write_refused_in_a_read_only_session(client: httpx.Client) -> None:

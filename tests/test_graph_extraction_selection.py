@@ -51,10 +51,12 @@ class RecordingGraph:
         extractor: str,
         job_id: str | None,
         valid_from: dt.datetime,
+        predecessor: str | None = None,
     ) -> tuple[int, int]:
         self.recorded.append(
             {
                 "drawer": drawer["id"],
+                "predecessor": predecessor,
                 "entities": entities,
                 "relations": relations,
                 "extractor": extractor,
@@ -273,6 +275,10 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
     )
     assert graph.read[-1] == revision.replacement["id"]
     assert graph.linked == [(old["id"], revision.replacement["id"])]
+    # Told its predecessor when recorded, so its facts never contradict the predecessor's.
+    assert [
+        r["predecessor"] for r in graph.recorded if r["drawer"] == revision.replacement["id"]
+    ] == [old["id"]]
     # Closed once: the next run finds nothing open.
     assert run(FakeJob())["closed"] == 0
     assert len(graph.closed) == 2
@@ -291,6 +297,9 @@ def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
     # The middle version was never current at a run: never read, skipped in the lineage.
     assert graph.read == [first["id"], third.replacement["id"]]
     assert graph.linked == [(first["id"], third.replacement["id"])]
+    assert [r["predecessor"] for r in graph.recorded if r["drawer"] == third.replacement["id"]] == [
+        first["id"]
+    ]
 
 
 def test_a_resumed_run_links_what_it_recorded_before_a_crash(

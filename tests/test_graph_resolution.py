@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -245,3 +246,75 @@ def test_names_of_one_answer_converge_on_each_other(graph: GraphService, store: 
 def test_overlong_names_are_refused(graph: GraphService) -> None:
     with pytest.raises(InputInvalid):
         graph.resolve("x" * 501, "tool")
+
+
+def test_the_new_entities_of_one_answer_are_filed_with_their_aliases(
+    graph: GraphService, store: Store
+) -> None:
+    graph.resolve_many([("Kubernetes", "tool"), ("Kubernets", "tool"), ("Helm", "tool")])
+    # The spelling became an alias before the entity was written, and is filed under its key.
+    assert graph.resolve("kubernets", "tool").rule == "alias"
+    assert graph.resolve("Helm", "tool").rule == "exact"
+    assert len(store.one("SELECT * FROM entity")) == 2
+
+
+class StaleLookups(GraphRepository):
+    """Looks names up as they were before another writer created some of them."""
+
+    def resolution_pool(self, names: Iterable[str], keys: Iterable[str]) -> list[dict[str, Any]]:
+        if self.stale:
+            self.stale = False
+            return []
+        return super().resolution_pool(names, keys)
+
+    stale = True
+
+
+def test_a_name_another_writer_created_meanwhile_resolves_to_theirs(
+    graph: GraphService, store: Store, events: EventBus
+) -> None:
+    theirs = graph.resolve("Helm", "tool").entity
+    racing = GraphService(StaleLookups(store), events, fuzzy=False)
+    found = racing.resolve_many([("Kubernetes", "tool"), ("Helm", "tool"), ("HELM", "tool")])
+    assert [r.rule for r in found] == ["new", "exact", "normalized"]
+    assert found[1].entity["id"] == found[2].entity["id"] == theirs["id"]
+    assert found[2].entity["aliases"] == ["HELM"]
+    names = sorted(row["name"] for row in store.one("SELECT name FROM entity"))
+    assert names == ["Helm", "Kubernetes"]
+
+
+class CountingLookups(GraphRepository):
+    """Counts the name lookups."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.lookups = 0
+
+    def resolution_pool(self, names: Iterable[str], keys: Iterable[str]) -> list[dict[str, Any]]:
+        self.lookups += 1
+        return super().resolution_pool(names, keys)
+
+
+def test_remembered_names_resolve_without_a_lookup(store: Store) -> None:
+    repository = CountingLookups(store)
+    graph = GraphService(repository)
+    first = graph.resolve_many([("Helm", "tool"), ("helm", "tool")], remembered=True)
+    assert [r.rule for r in first] == ["new", "normalized"]
+    helm = first[0].entity["id"]
+    # Helm of kind tool is remembered; an `other` observation (any kind matches it) and a
+    # spelling are looked up.
+    looked = repository.lookups
+    again = graph.resolve_many(
+        [("Helm", "tool"), ("Helm", "other"), ("helm", "tool")], remembered=True
+    )
+    assert [(r.rule, r.entity["id"]) for r in again] == [
+        ("exact", helm),
+        ("exact", helm),
+        ("normalized", helm),
+    ]
+    assert repository.lookups == looked + 1
+    assert graph.resolve_many([("Helm", "tool")], remembered=True)[0].entity["id"] == helm
+    assert repository.lookups == looked + 1
+    # Without `remembered` a name is always looked up, so its view has every alias.
+    assert graph.resolve_many([("Helm", "tool")])[0].entity["aliases"] == ["helm"]
+    assert repository.lookups == looked + 2

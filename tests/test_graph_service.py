@@ -177,21 +177,7 @@ def test_extracted_validity_is_never_later_than_now(
 
 
 def located(graph: GraphService, source: dict, place: str, confidence: float = 0.6) -> None:
-    graph.record_extraction(
-        source,
-        [{"name": "Alice", "kind": "person"}, {"name": place, "kind": "place"}],
-        [
-            {
-                "subject": "Alice",
-                "predicate": "located_in",
-                "object": place,
-                "confidence": confidence,
-            }
-        ],
-        extractor="heuristic",
-        job_id=None,
-        valid_from=source["valid_from"],
-    )
+    located_from(graph, source, place, source["valid_from"], confidence=confidence)
 
 
 def test_inferred_confirms_and_contradicts(
@@ -278,6 +264,99 @@ def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
     assert [(r["to"], r["lifecycle"]["state"]) for r in then] == [
         (entity_id(graph, "Berlin", "place"), "current")
     ]
+
+
+def located_from(
+    graph: GraphService,
+    source: dict,
+    place: str,
+    valid_from: dt.datetime,
+    *,
+    confidence: float = 0.6,
+    predecessor: str | None = None,
+) -> None:
+    """`source` read as saying Alice is located in `place`, from `valid_from`."""
+    graph.record_extraction(
+        source,
+        [{"name": "Alice", "kind": "person"}, {"name": place, "kind": "place"}],
+        [
+            {
+                "subject": "Alice",
+                "predicate": "located_in",
+                "object": place,
+                "confidence": confidence,
+            }
+        ],
+        extractor="heuristic",
+        job_id=None,
+        valid_from=valid_from,
+        predecessor=predecessor,
+    )
+
+
+def link_kinds(row: dict) -> list[str]:
+    return sorted(link["kind"] for link in row["lifecycle"]["links"])
+
+
+def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confirm(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    berlin = drawer(palace, ctx, "Alice is based in Berlin.")
+    located(graph, berlin, "Berlin")
+    moved_at = clock.advance(2)
+    graph.close_facts_of(berlin["id"], moved_at)
+    # Another drawer (no lineage between them) states where Alice is from the day she moved.
+    paris = drawer(palace, ctx, "Alice is based in Paris.")
+    located_from(graph, paris, "Paris", moved_at)
+    again = drawer(palace, ctx, "Alice was based in Berlin.")
+    located_from(graph, again, "Berlin", moved_at)
+    alice = entity_id(graph, "Alice", "person")
+    every = {r["provenance"]["drawer"]: r for r in rels(graph, ctx, alice, include_expired="1")}
+    # Berlin ended where Paris began (the end is exclusive): they never held together.
+    assert link_kinds(every[berlin["id"]]) == []
+    assert every[berlin["id"]]["lifecycle"]["state"] == "historical"
+    # The two open ones did hold together, and disagree.
+    assert link_kinds(every[paris["id"]]) == ["contradicts"]
+    assert every[paris["id"]]["lifecycle"]["state"] == "conflicting"
+    assert every[again["id"]]["lifecycle"]["state"] == "conflicting"
+    for at in (T0, T0 + dt.timedelta(days=1)):
+        then = rels(graph, ctx, alice, as_of=at.isoformat())
+        assert [(r["provenance"]["drawer"], r["lifecycle"]["state"]) for r in then] == [
+            (berlin["id"], "current")
+        ]
+
+
+def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    # A file said Berlin; it was edited on day 1 (its `occurred_at`) and mined again on day 2,
+    # which closed the old drawer's facts then: the two revisions' facts overlap on day 1.
+    old = drawer(palace, ctx, "Alice is based in Berlin.")
+    located(graph, old, "Berlin")
+    edited_at = T0 + dt.timedelta(days=1)
+    remined_at = clock.advance(2)
+    graph.close_facts_of(old["id"], remined_at)
+    new = drawer(palace, ctx, "Alice is based in Paris.")
+    located_from(graph, new, "Paris", edited_at, predecessor=old["id"])
+    assert graph.link_successor_facts(old["id"], new["id"]) == 1
+    alice = entity_id(graph, "Alice", "person")
+    every = {r["provenance"]["drawer"]: r for r in rels(graph, ctx, alice, include_expired="1")}
+    assert link_kinds(every[old["id"]]) == ["supersedes"]
+    assert (every[old["id"]]["lifecycle"]["state"], every[new["id"]]["lifecycle"]["state"]) == (
+        "superseded",
+        "current",
+    )
+    between = rels(graph, ctx, alice, as_of=(edited_at + dt.timedelta(hours=1)).isoformat())
+    assert {r["provenance"]["drawer"]: r["lifecycle"]["state"] for r in between} == {
+        old["id"]: "current",
+        new["id"]: "current",
+    }
+    # A third drawer, no revision of either, does contradict the open one.
+    other = drawer(palace, ctx, "Alice is based in Rome.")
+    located(graph, other, "Rome")
+    every = {r["provenance"]["drawer"]: r for r in rels(graph, ctx, alice, include_expired="1")}
+    assert link_kinds(every[new["id"]]) == ["contradicts", "supersedes"]
+    assert link_kinds(every[old["id"]]) == ["supersedes"]
 
 
 def checkpoint_drawer(palace: PalaceService, ctx: RequestContext, text: str) -> dict:
@@ -605,3 +684,34 @@ def test_graph_writes_are_announced_by_entity_id_only(
         ("entity", "updated", go),
     }
     assert all(set(e) == {"kind", "action", "id"} for e in seen)
+
+
+def test_linking_a_successor_announces_the_entities_of_both_facts(
+    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+) -> None:
+    import asyncio
+
+    old = drawer(palace, ctx, "Alice is based in Berlin.")
+    located(graph, old, "Berlin")
+    closed_at = clock.advance(1)
+    graph.close_facts_of(old["id"], closed_at)
+    new = drawer(palace, ctx, "Alice is based in Paris.")
+    located_from(graph, new, "Paris", closed_at, predecessor=old["id"])
+
+    async def run() -> list[dict[str, Any]]:
+        subscription = graph.events.subscribe()
+        graph.link_successor_facts(old["id"], new["id"])
+        seen = []
+        while (event := await subscription.next(0.01)) is not None:
+            seen.append(dict(event.data))
+        return seen
+
+    seen = asyncio.run(run())
+    # Berlin's fact now reads `superseded`: a reader of any of the three must look again.
+    ends = {
+        entity_id(graph, name, kind)
+        for name, kind in [("Alice", "person"), ("Berlin", "place"), ("Paris", "place")]
+    }
+    assert {(e["kind"], e["action"], e["id"]) for e in seen} == {
+        ("entity", "updated", end) for end in ends
+    }

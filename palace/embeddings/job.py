@@ -8,40 +8,28 @@ run selects only the drawers still without a vector, so nothing is embedded twic
 that fails fails the job with `memcastle::embed::failed`; what was stored before stays.
 
 `Sweeper` queues one automatically after drawer writes and at start-up, when the default
-profile can embed, with at most one waiting at a time.
+profile can embed, with at most one waiting at a time (`jobs.sweeper`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from jobs import kinds
+from jobs import kinds, sweeper
 from jobs.run import JobRun
 from jobs.states import Priority
 from memcastle_project import runtime
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, MemCastleError
+from memcastle_project.errors import InputInvalid
 from memcastle_project.events import Event, EventBus
-from memcastle_project.logs import fields
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:
     from jobs.services import JobService
     from palace.embeddings.service import EmbeddingService
 
-logger = logging.getLogger(__name__)
-
 PARAMETERS = ("wing",)
-# Who an automatic embed job is recorded as requested by.
-SWEEP_REQUESTER = "auto"
-# After a drawer write, how long the sweeper gathers more writes before it looks at the queue:
-# a mine files thousands of drawers, and one look serves them all.
-GATHER_SECS = 0.2
-GATHER_MAX_SECS = 2.0
 
 
 def parse(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,81 +125,24 @@ EMBED = kinds.register(
 )
 
 
-class Sweeper:
+class Sweeper(sweeper.Sweeper):
     """Queues an embed job at start-up and after drawer writes, when the default profile can
-    embed. Coalesced: none is queued while one is already waiting (a running one does not
-    count, so writes made during a run are embedded by the next)."""
+    embed."""
+
+    kind = "embed"
+    retried_by = "the next drawer write or start"
 
     def __init__(self, embeddings: EmbeddingService, jobs: JobService, events: EventBus) -> None:
+        super().__init__(jobs, events)
         self.embeddings = embeddings
-        self.jobs = jobs
-        self.events = events
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         default = self.embeddings.default
         return default is not None and default.can_embed
 
-    def start(self) -> None:
-        """Queue one now and follow the drawer writes of this process until the event bus
-        closes (at shutdown)."""
-        if not self.enabled or self._thread is not None:
-            return
-        self.queue(at_start_up=True)
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow()), name="memcastle-embed-sweeps", daemon=True
-        )
-        self._thread.start()
-
-    def queue(self, *, at_start_up: bool = False) -> dict[str, Any] | None:
-        """Submit an embed job unless one is already queued; returns the job submitted.
-
-        At start-up a running one counts too (a job recovered from a crash may have been
-        claimed already): nothing was written since, so it leaves nothing for another."""
-        with self._lock:
-            try:
-                statuses = ("queued", "running") if at_start_up else ("queued",)
-                for status in statuses:
-                    _, waiting = self.jobs.repository.list(
-                        status=status, kind="embed", limit=1, offset=0
-                    )
-                    if waiting:
-                        logger.debug("embed sweep: a job is already %s", status)
-                        return None
-                return self.jobs.submit(
-                    RequestContext.build(requested_by=SWEEP_REQUESTER), {"type": "embed"}
-                )
-            except MemCastleError as exc:
-                logger.warning(
-                    "could not queue an embed job; the next drawer write or start tries again",
-                    extra=fields(error=exc.code),
-                )
-                return None
-
-    async def _follow(self) -> None:
-        subscription = self.events.subscribe()
-        try:
-            while True:
-                event = await subscription.next(3600)
-                if event is None:
-                    if subscription.closed:
-                        return
-                    continue
-                if not _wants_vector(event):
-                    continue
-                # Let the rest of a burst of writes arrive, then look once (a long mine is
-                # looked at every GATHER_MAX_SECS).
-                until = asyncio.get_running_loop().time() + GATHER_MAX_SECS
-                while asyncio.get_running_loop().time() < until:
-                    if await subscription.next(GATHER_SECS) is None:
-                        break
-                if subscription.closed:
-                    return
-                await asyncio.to_thread(self.queue)
-        finally:
-            subscription.cancel()
+    def triggers(self, event: Event) -> bool:
+        return _wants_vector(event)
 
 
 def _wants_vector(event: Event) -> bool:
