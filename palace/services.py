@@ -728,7 +728,7 @@ class PalaceService:
         earlier = self._walk(drawer, "supersedes", seen)
         later = self._walk(drawer, "superseded_by", seen)
         versions = [*reversed(earlier), drawer, *later]
-        return {"drawer": drawer_view(drawer), "versions": [drawer_view(v) for v in versions]}
+        return {"drawer": drawer["id"], "versions": [drawer_view(v) for v in versions]}
 
     def _walk(self, start: Mapping[str, Any], link: str, seen: set[str]) -> list[dict[str, Any]]:
         """Follow `link` from `start`; stops at a missing drawer, a cycle or the hop limit."""

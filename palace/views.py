@@ -324,7 +324,10 @@ class DrawerHistoryView(MemCastleView):
         responses={
             200: inline_serializer(
                 "DrawerHistory",
-                {"drawer": DRAWER, "versions": serializers.ListField(child=another(DRAWER))},
+                {
+                    "drawer": serializers.UUIDField(help_text="the id asked about"),
+                    "versions": serializers.ListField(child=another(DRAWER)),
+                },
             ),
             **errors(400, 403, 404),
         },
