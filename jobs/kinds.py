@@ -28,8 +28,9 @@ class JobKind:
     priority: Priority
     parse: Callable[[Mapping[str, Any]], dict[str, Any]]
     run: Callable[[JobRun], dict[str, Any]]
-    # The memory-mode operation submitting one is, given its parameters: a write is refused
-    # outside full mode; None is never gated (a demo, an audit, a dry-run repair).
+    # The memory-mode operation submitting one is, given the submitted parameters (before
+    # `parse` checks them): a write is refused outside full mode; None is never gated (a demo,
+    # an audit, a dry-run repair).
     gate: Callable[[Mapping[str, Any]], str | None]
     summary: str
     # A priority that depends on the parameters (an emergency checkpoint), else `priority`.

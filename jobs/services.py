@@ -99,10 +99,13 @@ class JobService:
         kind = kinds.get(body.get("type")) if isinstance(body.get("type"), str) else None
         if kind is None:
             raise InputInvalid("type", f"must name a job kind (known: {', '.join(kinds.names())})")
-        params = kind.parse({k: v for k, v in body.items() if k not in ("type", "requested_by")})
-        operation = kind.gate(params)
+        submitted = {k: v for k, v in body.items() if k not in ("type", "requested_by")}
+        # The gate comes first: parsing may read the store (a wing, an audit job) or the
+        # filesystem (a mine's path), which a session the mode refuses must not reach.
+        operation = kind.gate(submitted)
         if operation is not None:
             ctx.require_write(operation)
+        params = kind.parse(submitted)
         priority = kind.priority_for(params) if kind.priority_for else kind.priority
         now = self.clock()
         row = self.repository.create(

@@ -265,8 +265,8 @@ def _filing(item: Mapping[str, Any], drawer_id: str, job_id: str) -> Filing:
     )
 
 
-def _gate(params: Mapping[str, Any]) -> str:
-    return "emergency_checkpoint" if params.get("emergency") else "checkpoint"
+def _gate(submitted: Mapping[str, Any]) -> str:
+    return "emergency_checkpoint" if submitted.get("emergency") is True else "checkpoint"
 
 
 def _priority(params: Mapping[str, Any]) -> Priority:

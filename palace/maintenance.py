@@ -153,7 +153,8 @@ REPAIR = kinds.register(
         priority=Priority.NORMAL,
         parse=parse_repair,
         run=run_repair,
-        gate=lambda params: None if params["dry_run"] else "repair",
+        # Only a dry run, the default, is never gated.
+        gate=lambda submitted: None if submitted.get("dry_run", True) is True else "repair",
         summary="remove orphan drawers (a dry run unless dry_run is false)",
         writes_palace=lambda params: not params["dry_run"],
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import httpx
 import pytest
 
@@ -139,3 +142,27 @@ def test_shutdown_ignores_the_mode(fresh_daemon: Daemon) -> None:
     response = httpx.post(f"{fresh_daemon.base_url}/api/shutdown", headers=_mode("nonsense"))
     assert response.status_code == 202
     assert fresh_daemon.wait() == 0
+
+
+@pytest.mark.parametrize("mode", ["read_only", "disabled"])
+@pytest.mark.parametrize(
+    ("body", "operation"),
+    [
+        ({"type": "embed", "wing": "no-such-wing"}, "embed"),
+        ({"type": "extract", "wing": "no-such-wing"}, "extract"),
+        ({"type": "mine", "path": "/no/such/directory"}, "mine"),
+        ({"type": "mine", "source": "no-such-source"}, "mine"),
+        ({"type": "repair", "dry_run": False, "based_on_job": str(uuid.uuid4())}, "repair"),
+        ({"type": "checkpoint", "payload": "{broken", "emergency": True}, "emergency_checkpoint"),
+    ],
+    ids=["embed", "extract", "mine-path", "mine-source", "repair", "checkpoint"],
+)
+def test_a_refused_job_is_refused_before_its_parameters_are_looked_up(
+    daemon: Daemon, mode: str, body: dict[str, Any], operation: str
+) -> None:
+    """The gate comes before anything the parameters name is read (a wing, a directory, an
+    audit job), so a session the mode refuses learns nothing from the answer."""
+    with daemon.client() as client:
+        refused = client.post("/api/jobs", json=body, headers=_mode(mode))
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"] == f"`{operation}` is not permitted in {mode} mode"
