@@ -166,6 +166,8 @@ AS_OF = OpenApiParameter(
 
 
 class EntitiesView(MemCastleView):
+    query_parameters = ("name", "kind", "limit")
+
     @extend_schema(
         summary="List entities (name substring in any case, kind)",
         parameters=[
@@ -223,6 +225,8 @@ class EntityView(MemCastleView):
 
 
 class EntityRelationshipsView(MemCastleView):
+    query_parameters = ("include_expired", "as_of")
+
     @extend_schema(
         summary="An entity's relationships, each with its lifecycle",
         parameters=[
@@ -260,6 +264,8 @@ class EntityRelationshipsView(MemCastleView):
 
 
 class EntityMentionsView(MemCastleView):
+    query_parameters = ("limit",)
+
     @extend_schema(
         summary="The drawers that mention an entity, with provenance and observation",
         parameters=[
@@ -400,6 +406,8 @@ class DrawerMentionsView(MemCastleView):
 
 
 class RelationshipHistoryView(MemCastleView):
+    query_parameters = ("as_of",)
+
     @extend_schema(
         summary="A fact's history: every assertion linked to it, each with its lifecycle",
         parameters=[
@@ -429,6 +437,8 @@ class RelationshipHistoryView(MemCastleView):
 
 
 class GraphView(MemCastleView):
+    query_parameters = ("entity", "depth", "limit", "as_of")
+
     @extend_schema(
         summary="The graph at a glance, or an entity's neighbourhood (entity, depth 1 to 3)",
         parameters=[

@@ -103,6 +103,8 @@ def _jobs() -> JobService:
 
 
 class JobsView(MemCastleView):
+    query_parameters = ("status", "kind", "limit", "offset")
+
     @extend_schema(
         summary="List jobs, newest first",
         parameters=[

@@ -105,6 +105,26 @@ class MemCastleView(APIView):
     parser_classes = [JSONParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JSONOnly
+    # The query parameters the route takes; any other is refused, naming it, so a misspelt
+    # option (`?limt=5`) is never silently ignored. `None` leaves the check to the service
+    # (search and recall, whose options MCP and the CLI share).
+    query_parameters: tuple[str, ...] | None = ()
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if self.query_parameters is not None:
+            refuse_unknown_parameters(request, self.query_parameters)
+
+
+# DRF's own parameter (the browsable API's `?format=json`), accepted by every route.
+TRANSPORT_PARAMETERS = ("format",)
+
+
+def refuse_unknown_parameters(request: Request, known: tuple[str, ...]) -> None:
+    for name in request.query_params:
+        if name not in known and name not in TRANSPORT_PARAMETERS:
+            listed = ", ".join(known) or "none"
+            raise InputInvalid(name, f"is not a parameter of this route (known: {listed})")
 
 
 def _translate(exc: Exception) -> MemCastleError:

@@ -207,6 +207,8 @@ class RoomView(MemCastleView):
 
 
 class DrawersView(MemCastleView):
+    query_parameters = ("limit", "offset")
+
     @extend_schema(
         summary="List a room's drawers (previews, never content)",
         parameters=[
@@ -407,6 +409,8 @@ class NotesView(MemCastleView):
 
 
 class DiaryView(MemCastleView):
+    query_parameters = ("agent_identity", "wing", "limit")
+
     @extend_schema(
         summary="An agent's newest diary entries, superseded ones skipped",
         parameters=[
@@ -451,6 +455,8 @@ class DiaryView(MemCastleView):
 
 
 class WakeUpView(MemCastleView):
+    query_parameters = ("agent_identity", "wing", "max_items", "max_bytes")
+
     @extend_schema(
         summary="What an agent reads at start: its diary entry and recent checkpointed drawers",
         parameters=[

@@ -202,3 +202,28 @@ def test_status_counts_drawers(client: httpx.Client, wing_name: str) -> None:
     before = client.get("/api/status").json()["drawers"]
     client.post(f"/api/wings/{wing_name}/rooms/r/drawers", json={"content": "one more"})
     assert client.get("/api/status").json()["drawers"] == before + 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/status?verbose=1",
+        "/api/wings?limt=5",
+        "/api/jobs?stauts=running",
+        "/api/wake-up?agent_identity=a&maxitems=1",
+        "/api/diary?agent_identity=a&limt=1",
+        "/api/entities?nme=x",
+        "/api/graph?dept=2",
+        "/api/sources?all=1",
+    ],
+)
+def test_an_unknown_query_parameter_is_refused_naming_it(client: httpx.Client, path: str) -> None:
+    """A misspelt option is never silently ignored."""
+    response = client.get(path)
+    assert response.status_code == 400, response.text
+    name = path.split("?")[1].split("&")[-1].split("=")[0]
+    assert response.json()["error"].startswith(f"`{name}` is not a parameter of this route")
+
+
+def test_the_format_parameter_is_accepted_everywhere(client: httpx.Client) -> None:
+    assert client.get("/api/wings?format=json").status_code == 200

@@ -10,13 +10,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memcastle_project import runtime
-from memcastle_project.api import MODE_PARAMETER, MemCastleView, errors, request_context
+from memcastle_project.api import (
+    MODE_PARAMETER,
+    TRANSPORT_PARAMETERS,
+    MemCastleView,
+    errors,
+    request_context,
+)
 from memcastle_project.validation import body_object
 from palace.search import query as search_query
 from palace.views import DRAWER
-
-# DRF's own query parameter (the browsable API's `?format=json`), not a search option.
-_TRANSPORT_PARAMETERS = ("format",)
 
 TEMPORAL_HELP = (
     "validity time: at most one of as_of, from with until, and include_historical; an instant "
@@ -108,7 +111,7 @@ def _options(request: Request) -> dict[str, Any]:
     params = request.query_params
     options: dict[str, Any] = {}
     for key in params:
-        if key in _TRANSPORT_PARAMETERS:
+        if key in TRANSPORT_PARAMETERS:
             continue
         values = params.getlist(key)
         options[key] = values if key == "tags" and len(values) > 1 else values[-1]
@@ -125,6 +128,8 @@ def _search(request: Request, *, recall: bool, body: bool) -> Response:
 
 
 class SearchView(MemCastleView):
+    query_parameters = None
+
     @extend_schema(
         summary="Search drawers: lexical, semantic, hybrid or auto, in scope and in time",
         parameters=_flat_parameters(recall=False),
@@ -144,6 +149,8 @@ class SearchView(MemCastleView):
 
 
 class RecallView(MemCastleView):
+    query_parameters = None
+
     @extend_schema(
         summary="Recall: search whole wings (the same options as search, without room)",
         parameters=_flat_parameters(recall=True),
