@@ -74,6 +74,19 @@ class ShuttingDown(MemCastleError):
     help = "the daemon is stopping; start it again and reconnect"
 
 
+def headers_at_once(send: Send) -> Send:
+    """Send a response's headers as soon as it starts. Daphne (Twisted) writes them with the
+    first body bytes, and an idle session's standing GET stream has none until the SDK's
+    keep-alive 15 s later: a client saw no answer to its GET for that long."""
+
+    async def sending(message: dict) -> None:
+        await send(message)
+        if message["type"] == "http.response.start":
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+
+    return sending
+
+
 class McpEndpoint:
     """The ASGI application mounted at /mcp."""
 
@@ -101,7 +114,7 @@ class McpEndpoint:
         counted = scope.get("method") != "GET"
         self._calls_in_flight += counted
         try:
-            await manager.handle_request(scope, receive, send)
+            await manager.handle_request(scope, receive, send if counted else headers_at_once(send))
         finally:
             self._calls_in_flight -= counted
             self._stop_when_idle()

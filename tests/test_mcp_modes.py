@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -220,22 +219,17 @@ def test_the_daemon_stops_cleanly_with_sessions_open(fresh_daemon: Daemon) -> No
     fresh_daemon.start()
     with fresh_daemon.client() as http:
         session = _initialize(http)
-    host, port = fresh_daemon.base_url.removeprefix("http://").rsplit(":", 1)
-    # The session's standing GET stream, held open on a raw socket: Daphne sends its headers
-    # only with the first event, which an idle session never has.
-    with socket.create_connection((host, int(port)), timeout=15) as stream:
-        stream.sendall(
-            f"GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n"
-            f"mcp-session-id: {session}\r\n\r\n".encode()
-        )
-        # A call on the session after the stream was asked for: the session is busy too.
-        with fresh_daemon.client() as http:
+        stream_headers = {"accept": "text/event-stream", "mcp-session-id": session}
+        # The session's standing stream answers at once (its headers are not held back until
+        # the first event), and stays open until the daemon stops.
+        with http.stream("GET", "/mcp", headers=stream_headers, timeout=10) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
             assert _set_mode(http, session, "read_only").status_code == 200
-        fresh_daemon.signal(signal.SIGTERM)
-        assert fresh_daemon.wait(timeout=15) == 0
-        # The stream's connection is closed (a timeout here would fail the test).
-        while stream.recv(65536):
-            pass
+            fresh_daemon.signal(signal.SIGTERM)
+            assert fresh_daemon.wait(timeout=15) == 0
+            for _ in stream.iter_raw():
+                pass
     log = fresh_daemon.log()
     assert "MCP sessions closed" in log
     assert "Traceback" not in log, log
