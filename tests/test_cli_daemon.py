@@ -42,6 +42,11 @@ def test_nothing_running(stopped: Daemon) -> None:
     diagnostic = refused(cli(stopped, "wing", "list"), "memcastle::client::not_running")
     assert "memcastle daemon start" in diagnostic
 
+    # A command line the parser refuses fails like any other: exit 1 and a diagnostic.
+    for words in (("search", "x", "--ranking", "fancy"), ("wing", "frobnicate"), ("job",)):
+        usage = refused(cli(stopped, *words), "memcastle::cli::usage_invalid")
+        assert usage.startswith("usage: memcastle ")
+
     # A registry file whose process is gone is stale, and not trusted.
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -124,13 +124,29 @@ def add_global_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
         )
 
 
+class UsageInvalid(MemCastleError):
+    code = "memcastle::cli::usage_invalid"
+
+
+class MemCastleParser(CommandParser):
+    """A command line the parser refuses is a failure like any other (cli.md section 3): the
+    usage, then a diagnostic, and exit 1 (argparse's own is exit 2, with no code)."""
+
+    def error(self, message: str) -> NoReturn:
+        if not self.called_from_command_line:
+            super().error(message)
+        self.print_usage(sys.stderr)
+        print_diagnostic(UsageInvalid(message, help=f"see `{self.prog} --help`"), stream=sys.stderr)
+        sys.exit(1)
+
+
 class MemCastleCommand(BaseCommand):
     """A `memcastle` command: global flags, and a failure printed as a diagnostic with exit 1."""
 
     requires_system_checks: list = []
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
-        parser = CommandParser(
+        parser = MemCastleParser(
             # `wake_up` is spelt `wake-up` (a module name cannot hold a dash).
             prog=f"{os.path.basename(prog_name)} {subcommand.replace('_', '-')}",
             description=self.help or None,
