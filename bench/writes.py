@@ -68,7 +68,7 @@ from memcastle_project.store import Store, bundled_migrations  # noqa: E402
 from palace import drawers, services  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.daemon import Daemon, wait_for  # noqa: E402
 
 # Bump when the generated palace changes, so a cached palace of the old shape is not reused.
 BUILD_VERSION = "writes-2"
@@ -591,6 +591,11 @@ def daemon_env(mode: str, args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
+def search_ready(base_url: str) -> bool:
+    status = httpx.get(f"{base_url}/api/status", timeout=60).json()
+    return status["search"]["state"] == "ready"
+
+
 def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) -> DaemonRun:
     copy_palace(built, root)
     env = daemon_env(mode, args)
@@ -599,9 +604,14 @@ def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) ->
     phases = []
     try:
         start = time.perf_counter()
-        # A palace filed straight into the store has no search indexes: the daemon builds them
-        # before it serves (about 40 s at 100,000 drawers).
-        daemon.start(timeout=INDEX_REBUILD_TIMEOUT)
+        daemon.start()
+        # A palace filed straight into the store has no search indexes: the daemon rebuilds
+        # them while it serves (about 40 s at 100,000 drawers), which the jobs must not share.
+        wait_for(
+            lambda: search_ready(daemon.base_url),
+            timeout=INDEX_REBUILD_TIMEOUT,
+            what="the search indexes to be rebuilt",
+        )
         start_secs = time.perf_counter() - start
         assert daemon.process is not None
         events = EventListener(daemon.base_url).start()

@@ -109,8 +109,7 @@ def serve(config: Config) -> int:
         if paired:
             logger.info("linked %d drawers superseded before lineage links existed", paired)
         _check_auth(daemon)
-        daemon.indexes.open()
-        daemon.indexes.start_following()
+        daemon.indexes.start()
         if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
             logger.warning("listening on %s without authentication", daemon.bind_addr)
         worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)

@@ -60,9 +60,7 @@ class Daemon:
     def command(self, *args: str) -> list[str]:
         return [sys.executable, str(REPO / "manage.py"), *args]
 
-    def start(self, *, wait: bool = True, timeout: float = START_TIMEOUT) -> Daemon:
-        """Start it and, with `wait`, wait until it serves, for at most `timeout` seconds (a
-        benchmark's large palace may first rebuild its search indexes)."""
+    def start(self, *, wait: bool = True) -> Daemon:
         self._clear_registry()
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -70,7 +68,7 @@ class Daemon:
         )
         log.close()
         if wait:
-            record = wait_for(self._ready, timeout=timeout, what="the daemon to serve")
+            record = wait_for(self._ready, timeout=START_TIMEOUT, what="the daemon to serve")
             self.base_url = f"http://{record['bind_addr']}"
         return self
 

@@ -15,6 +15,7 @@ import pickle
 import random
 import shutil
 import signal
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,8 @@ import httpx
 import numpy as np
 import pytest
 
-from palace.search.indexes import SearchIndexes
+from palace.search import indexes as indexes_module
+from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION
 from palace.search.query import to_ns
 from palace.search.scope import OPEN
@@ -634,6 +636,74 @@ def test_damaged_indexes_are_rebuilt_and_answer_the_same(
     # And they go on following the store.
     added = filled.file("work", "db", "database after the damage", valid_from=instant(1))
     assert added["id"] in filled.ids(q="after damage")
+
+
+class HeldScan:
+    """Holds a rebuild at its first page until released, so a test sees it in progress."""
+
+    def __init__(self, indexes: SearchIndexes, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        scan = indexes._scan
+
+        def held(query: str, variables: dict[str, Any]) -> Iterator[Any]:
+            self.reached.set()
+            assert self.release.wait(timeout=30)
+            yield from scan(query, variables)
+
+        monkeypatch.setattr(indexes, "_scan", held)
+
+
+def _rebuilding(
+    filled: SearchPalace, monkeypatch: pytest.MonkeyPatch
+) -> tuple[SearchIndexes, HeldScan]:
+    """The filled palace's indexes deleted and started as the daemon starts them, with the
+    palace counted as large enough to rebuild in the background."""
+    filled.close_indexes()
+    shutil.rmtree(filled.directory)
+    monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
+    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    held = HeldScan(indexes, monkeypatch)
+    indexes.start()
+    assert held.reached.wait(timeout=30)
+    return indexes, held
+
+
+def test_a_large_rebuild_runs_while_the_daemon_serves(
+    filled: SearchPalace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`start` returns at once; meanwhile search is refused (never a partial answer) and the
+    status says how far the rebuild got; then search answers as before."""
+    before = answers(filled)
+    indexes, held = _rebuilding(filled, monkeypatch)
+    filled.indexes = indexes
+    filled.service = SearchService(filled.palace, indexes, filled.embeddings, clock=filled.clock)
+    assert indexes.ready is False
+    total = filled.palace.repository.drawer_total()
+    assert indexes.status() == {"state": "rebuilding", "drawers_read": 0, "of": total}
+    with pytest.raises(IndexesBuilding) as refused:
+        filled.search_body(semantic(unit(1, 0)))
+    assert refused.value.status == 503
+    assert refused.value.code == "memcastle::search::indexing"
+    held.release.set()
+    wait_for(lambda: indexes.ready, timeout=30, what="the rebuild to finish")
+    assert answers(filled) == before
+    assert indexes.status()["state"] == "ready"
+
+
+def test_a_rebuild_stopped_with_the_daemon_is_done_again_at_the_next_start(
+    filled: SearchPalace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = answers(filled)
+    indexes, held = _rebuilding(filled, monkeypatch)
+    closing = threading.Thread(target=indexes.close)
+    closing.start()
+    held.release.set()
+    closing.join(timeout=30)
+    assert not closing.is_alive(), "close does not wait for the whole rebuild"
+    assert not (filled.directory / "snapshot.pickle").exists(), "a partial rebuild is not saved"
+    filled.reopen_indexes()
+    assert answers(filled) == before
 
 
 def test_a_stale_copy_of_the_whole_directory_catches_up(
