@@ -208,31 +208,19 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
     current = runtime.current()
     if not current.config.extraction.configured:
         raise ExtractNotConfigured("no extraction provider is configured")
-    params: dict[str, Any] = {}
-    wing = body.get("wing")
-    if wing is not None:
-        if not isinstance(wing, str) or not wing:
-            raise InputInvalid("wing", "must be a wing's name")
-        current.palace.find_wing(wing)
-        params["wing"] = wing
-    return params
+    wing = current.palace.wing_parameter(body.get("wing"))
+    return {"wing": wing} if wing is not None else {}
 
 
 # Running.
 
 # One extract run at a time in a process: two would select the same drawers and read them twice.
 _run_lock = threading.Lock()
-# How often a run waiting for another checks for a pause or cancel.
-WAIT_SLICE_SECS = 0.25
 
 
 def run(job: JobRun) -> dict[str, Any]:
-    while not _run_lock.acquire(timeout=WAIT_SLICE_SECS):
-        job.check()
-    try:
+    with job.holding(_run_lock):
         return Extraction(job).run()
-    finally:
-        _run_lock.release()
 
 
 class Extraction:

@@ -8,11 +8,15 @@ honoured, so a handler stops only between units and never loses a finished one.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from memcastle_project.errors import MemCastleError
 from memcastle_project.store import Store
+
+# How often a run waiting for another's lock checks for a pause or cancel.
+WAIT_SLICE_SECS = 0.25
 
 
 class JobStopped(Exception):
@@ -49,6 +53,18 @@ class JobRun:
         self.stop_requested = bool(row.get("pause_requested") or row.get("cancel_requested"))
         self.interrupted = False
         self.aborted = False
+
+    @contextmanager
+    def holding(self, lock: threading.Lock) -> Iterator[None]:
+        """Hold `lock` while the run works, waiting for the run that holds it and honouring a
+        pause or cancel meanwhile: two runs of some kinds (embed, extract, a mine of one source)
+        would do the same work twice."""
+        while not lock.acquire(timeout=WAIT_SLICE_SECS):
+            self.check()
+        try:
+            yield
+        finally:
+            lock.release()
 
     def save(
         self,

@@ -193,6 +193,15 @@ class PalaceService:
     # Resolution: a wing or room is a name first, then a UUID; a drawer is a name or a UUID
     # within its room.
 
+    def wing_parameter(self, raw: object) -> str | None:
+        """A job's optional `wing`: the name of a wing that exists, checked at submission."""
+        if raw is None:
+            return None
+        if not isinstance(raw, str) or not raw:
+            raise InputInvalid("wing", "must be a wing's name")
+        self.find_wing(raw)
+        return raw
+
     def find_wing(self, ref: str) -> dict[str, Any]:
         wing = self.repository.wing_by_name(ref)
         if wing is None and is_uuid(ref):

@@ -41,8 +41,6 @@ BATCH = 50
 # Chunks filed in one transaction: 50 large files can be thousands of chunks, and one
 # transaction of 8,658 chunks held the palace for tens of seconds.
 FILE_CHUNKS = 200
-# How often a run waiting for its source checks for a pause or cancel.
-WAIT_SLICE_SECS = 0.25
 COUNTS = ("documents", "created", "superseded", "retired", "unchanged", "skipped", "similar")
 
 
@@ -186,13 +184,8 @@ class Pipeline:
 
     def run(self) -> dict[str, Any]:
         """Mine the source; a second run of the same place waits for the first to end."""
-        lock = _source_lock(self.source_id)
-        while not lock.acquire(timeout=WAIT_SLICE_SECS):
-            self.job.check()
-        try:
+        with self.job.holding(_source_lock(self.source_id)):
             return self._run()
-        finally:
-            lock.release()
 
     def _run(self) -> dict[str, Any]:
         now = utc_now()

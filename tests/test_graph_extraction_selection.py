@@ -10,8 +10,10 @@ and how the sweeper decides to queue a job.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -115,6 +117,11 @@ class FakeJob:
 
     def check(self) -> None:
         pass
+
+    @contextmanager
+    def holding(self, lock: threading.Lock) -> Iterator[None]:
+        with lock:
+            yield
 
 
 @pytest.fixture

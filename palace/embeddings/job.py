@@ -40,30 +40,18 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
             unknown[0], f"is not an embed job parameter (known: {', '.join(PARAMETERS)})"
         )
     current = runtime.current()
-    params: dict[str, Any] = {}
-    wing = body.get("wing")
-    if wing is not None:
-        if not isinstance(wing, str) or not wing:
-            raise InputInvalid("wing", "must be a wing's name")
-        current.palace.find_wing(wing)
-        params["wing"] = wing
+    wing = current.palace.wing_parameter(body.get("wing"))
     current.embeddings.embedding_profile()
-    return params
+    return {"wing": wing} if wing is not None else {}
 
 
 # One embed run at a time in a process: two would select the same drawers and embed them twice.
 _run_lock = threading.Lock()
-# How often a run waiting for another checks for a pause or cancel.
-WAIT_SLICE_SECS = 0.25
 
 
 def run(job: JobRun) -> dict[str, Any]:
-    while not _run_lock.acquire(timeout=WAIT_SLICE_SECS):
-        job.check()
-    try:
+    with job.holding(_run_lock):
         return _run(job)
-    finally:
-        _run_lock.release()
 
 
 def _run(job: JobRun) -> dict[str, Any]:
