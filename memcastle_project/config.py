@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memcastle_project.errors import ConfigInvalid, MemCastleError
+from memcastle_project.values import argv_value, http_url_value
 from palace.embeddings.profiles import (
     BUILTIN_LOCAL,
     Profile,
@@ -138,24 +139,6 @@ def _text(raw: object) -> str:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError("a non-empty string")
     return raw
-
-
-def _argv(raw: object) -> tuple[str, ...]:
-    """A program and its arguments, run without a shell."""
-    if (
-        not isinstance(raw, list)
-        or not raw
-        or not all(isinstance(part, str) for part in raw)
-        or not raw[0]
-    ):
-        raise ValueError('a list of strings, the program first, like ["/usr/bin/extract", "-q"]')
-    return tuple(raw)
-
-
-def _http_url(raw: object) -> str:
-    if not isinstance(raw, str) or not re.match(r"^https?://[^/\s]+", raw.strip()):
-        raise ValueError("an http:// or https:// URL")
-    return raw.strip().rstrip("/")
 
 
 def _store_url(raw: object) -> str:
@@ -282,8 +265,8 @@ SETTINGS: tuple[Setting, ...] = (
         _choice("none", "heuristic", "command", "http"),
         "MEMCASTLE_EXTRACTION_PROVIDER",
     ),
-    Setting("extraction.command", None, _argv),
-    Setting("extraction.url", None, _http_url, "MEMCASTLE_EXTRACTION_URL", env_trim=True),
+    Setting("extraction.command", None, argv_value),
+    Setting("extraction.url", None, http_url_value, "MEMCASTLE_EXTRACTION_URL", env_trim=True),
     Setting("extraction.model", None, _text, "MEMCASTLE_EXTRACTION_MODEL", env_trim=True),
     Setting("extraction.api_key", None, _text, "MEMCASTLE_EXTRACTION_API_KEY", env_trim=True),
     Setting(

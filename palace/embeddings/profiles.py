@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from memcastle_project.values import argv_value, http_url_value
+
 PROVIDERS = ("local", "command", "http", "external")
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_MODEL_ALIASES = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
@@ -178,8 +180,8 @@ def parse_profile(name: str, table: Mapping[str, object]) -> Profile:
             f"{prefix}.dimensions",
             f"the length of the profile's vectors, a whole number from 1 to {MAX_DIMENSIONS}",
         )
-    command: tuple[str, ...] = get("command", _argv, ())
-    url = get("url", _url)
+    command: tuple[str, ...] = get("command", argv_value, ())
+    url = get("url", http_url_value)
     if provider == "command" and not command:
         raise ProfileInvalid(
             f"{prefix}.command", 'the program and its arguments, like ["/usr/bin/embed", "-q"]'
@@ -231,20 +233,3 @@ def _number(low: float, high: float) -> Any:
         return float(raw)
 
     return parse
-
-
-def _argv(raw: object) -> tuple[str, ...]:
-    if (
-        not isinstance(raw, list)
-        or not raw
-        or not all(isinstance(part, str) for part in raw)
-        or not raw[0]
-    ):
-        raise ValueError('a list of strings, the program first, like ["/usr/bin/embed", "-q"]')
-    return tuple(raw)
-
-
-def _url(raw: object) -> str:
-    if not isinstance(raw, str) or not re.match(r"^https?://[^/\s]+", raw):
-        raise ValueError("an http:// or https:// URL")
-    return raw.rstrip("/")
