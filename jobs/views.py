@@ -10,7 +10,13 @@ from rest_framework.response import Response
 from jobs.services import ACTIONS, JobService
 from jobs.states import Status
 from memcastle_project import runtime
-from memcastle_project.api import MODE_PARAMETER, MemCastleView, errors, request_context
+from memcastle_project.api import (
+    MODE_PARAMETER,
+    MemCastleView,
+    errors,
+    refuse_body_fields,
+    request_context,
+)
 
 JOB = inline_serializer(
     "Job",
@@ -168,4 +174,5 @@ class JobControlView(MemCastleView):
         responses={200: JOB, **errors(400, 404, 409)},
     )
     def post(self, request: Request, job_id: str, action: str) -> Response:
+        refuse_body_fields(request)
         return Response(_jobs().control(action, job_id))

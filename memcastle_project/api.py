@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from memcastle_project.context import MODE_HEADER, RequestContext
 from memcastle_project.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
+from memcastle_project.validation import body_object
 
 logger = logging.getLogger("memcastle.api")
 
@@ -118,6 +119,14 @@ class MemCastleView(APIView):
 
 # DRF's own parameter (the browsable API's `?format=json`), accepted by every route.
 TRANSPORT_PARAMETERS = ("format",)
+
+
+def refuse_body_fields(request: Request) -> None:
+    """For a POST that takes no body but `requested_by`: any other field is refused, naming
+    it, rather than ignored."""
+    for name in body_object(request.data):
+        if name != "requested_by":
+            raise InputInvalid(name, "is not a field of this route (it takes only requested_by)")
 
 
 def refuse_unknown_parameters(request: Request, known: tuple[str, ...]) -> None:

@@ -14,6 +14,7 @@ from memcastle_project.api import (
     administrative_context,
     errors,
     handler404,
+    refuse_body_fields,
     request_context,
 )
 
@@ -66,6 +67,7 @@ class TokenView(MemCastleView):
         },
     )
     def post(self, request: Request) -> Response:
+        refuse_body_fields(request)
         ctx = administrative_context(request, body=request.data)
         answer = runtime.current().tokens.generate(ctx)
         response = Response(answer, status=201)

@@ -227,3 +227,17 @@ def test_an_unknown_query_parameter_is_refused_naming_it(client: httpx.Client, p
 
 def test_the_format_parameter_is_accepted_everywhere(client: httpx.Client) -> None:
     assert client.get("/api/wings?format=json").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/api/auth/token", f"/api/jobs/{uuid.uuid4()}/pause"])
+def test_a_route_without_body_fields_refuses_one(client: httpx.Client, path: str) -> None:
+    refused = client.post(path, json={"bogus": 1})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"].startswith("`bogus` is not a field of this route")
+
+
+def test_requested_by_alone_is_accepted_by_a_route_without_body_fields(
+    client: httpx.Client,
+) -> None:
+    unknown_job = client.post(f"/api/jobs/{uuid.uuid4()}/pause", json={"requested_by": "cli"})
+    assert unknown_job.json()["code"] == "memcastle::jobs::not_found"
