@@ -63,9 +63,9 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-from bench.hierarchy import directory_size, machine  # noqa: E402
+from bench.hierarchy import directory_size  # noqa: E402
 from bench.jobs import ok, parse_time, quantile  # noqa: E402
-from bench.mine import cpu_probe  # noqa: E402
+from bench.mine import cpu_probe, print_machine  # noqa: E402
 from bench.search import parallel, start_daemon, wait_job  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from graph import providers  # noqa: E402
@@ -527,19 +527,7 @@ def report(
     probes: tuple[float, float],
     args: argparse.Namespace,
 ) -> None:
-    print("\nMachine")
-    for key, value in machine():
-        print(f"  {key:<17} {value}")
-    print(
-        f"  load average      before {' '.join(f'{x:.2f}' for x in load_before)}, after "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    )
-    print(
-        f"  CPU probe         {probes[0]:.0f} ms before, {probes[1]:.0f} ms after (a fixed "
-        "Python loop, best of 3: lower is faster)"
-    )
-    print(f"  code              {code_state()}")
-    print("  palace            embedded surrealkv, store.sync=every (the default)")
+    print_machine(load_before, probes)
 
     ingest = built.ingest
     print(

@@ -735,6 +735,23 @@ def run_phase(
     )
 
 
+def print_machine(load_before: Sequence[float], probes: tuple[float, float]) -> None:
+    """The report's machine section: what it is, how loaded and how fast it was, the code."""
+    print("\nMachine")
+    for key, value in machine():
+        print(f"  {key:<17} {value}")
+    print(
+        f"  load average      before {' '.join(f'{x:.2f}' for x in load_before)}, after "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
+    print(
+        f"  CPU probe         {probes[0]:.0f} ms before, {probes[1]:.0f} ms after (a fixed "
+        "Python loop, best of 3: lower is faster)"
+    )
+    print(f"  code              {code_state()}")
+    print("  palace            embedded surrealkv, store.sync=every (the default)")
+
+
 def cpu_probe() -> float:
     """Milliseconds for a fixed pure-Python loop, the best of three: how fast this machine's
     CPU is right now (virtual machines vary from hour to hour)."""
@@ -1123,19 +1140,7 @@ def report(
     load_before: Sequence[float],
     probes: tuple[float, float],
 ) -> None:
-    print("\nMachine")
-    for key, value in machine():
-        print(f"  {key:<17} {value}")
-    print(
-        f"  load average      before {' '.join(f'{x:.2f}' for x in load_before)}, after "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    )
-    print(
-        f"  CPU probe         {probes[0]:.0f} ms before, {probes[1]:.0f} ms after (a fixed "
-        "Python loop, best of 3: lower is faster)"
-    )
-    print(f"  code              {code_state()}")
-    print("  palace            embedded surrealkv, store.sync=every (the default)")
+    print_machine(load_before, probes)
     sizes = [spec.size for spec in tree.specs]
     kinds: dict[str, int] = {}
     for spec in tree.specs:

@@ -77,9 +77,9 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bench import search_native  # noqa: E402
-from bench.hierarchy import directory_size, machine  # noqa: E402
+from bench.hierarchy import directory_size  # noqa: E402
 from bench.jobs import cpu_seconds, ok, parse_time, quantile  # noqa: E402
-from bench.mine import cpu_probe, host_cpu  # noqa: E402
+from bench.mine import cpu_probe, host_cpu, print_machine  # noqa: E402
 from bench.search_corpus import (  # noqa: E402
     DIMENSIONS,
     ROOMS,
@@ -1065,19 +1065,7 @@ def report(
     probes: tuple[float, float],
     queries: Sequence[Query],
 ) -> None:
-    print("\nMachine")
-    for key, value in machine():
-        print(f"  {key:<17} {value}")
-    print(
-        f"  load average      before {' '.join(f'{x:.2f}' for x in load_before)}, after "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    )
-    print(
-        f"  CPU probe         {probes[0]:.0f} ms before, {probes[1]:.0f} ms after (a fixed "
-        "Python loop, best of 3: lower is faster)"
-    )
-    print(f"  code              {code_state()}")
-    print("  palace            embedded surrealkv, store.sync=every (the default)")
+    print_machine(load_before, probes)
     words = Counter(len(q.text.split()) for q in queries)
     print(
         f"\nQueries: {len(queries)}, "
