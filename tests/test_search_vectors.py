@@ -69,7 +69,7 @@ def close_query(rng: np.random.Generator, vectors: dict[int, np.ndarray]) -> np.
 @pytest.mark.parametrize(("dimensions", "drawers"), [(384, 2500), (1000, 900), (8, 300)])
 def test_the_quantized_search_is_exact(dimensions: int, drawers: int) -> None:
     """Unscoped, scoped to a third and to a few rows (the gathered first pass), several limits;
-    2,500 drawers of 384 dimensions span several int8 blocks, 1,000 dimensions smaller ones."""
+    a third reads every row, a few only theirs."""
     rng = np.random.default_rng(dimensions)
     vectors = clustered(rng, drawers, dimensions)
     index = build(vectors, dimensions)
@@ -108,6 +108,23 @@ def test_identical_vectors_tie_exactly_and_order_by_drawer() -> None:
     assert answer(index, query, np.ones(3000, dtype=bool), 10) == [
         (drawer, tied[drawer]) for drawer in sorted(copies)[:10]
     ]
+
+
+def test_the_query_s_own_int8_error_is_in_the_bound() -> None:
+    """Drawer 0 is the better match, but the query's int8 copy rounds its two shared components
+    down to nothing and drawer 1's up: approximately, drawer 1 leads by a whole int8 step. The
+    drawers' own copies are exact, so only the query's error keeps drawer 0 a candidate."""
+    index = VectorIndex(4)
+    index.put(0, [[0.0, 1.0, 1.0, 0.0]])
+    index.put(1, [[0.0, 0.0, 0.0, 1.0]])
+    # In steps of the query's int8 scale (its largest component over 127): 0.49, 0.49, 0.51.
+    query = np.array([127.0, 0.49, 0.49, 0.51])
+    query = (query / np.linalg.norm(query)).astype(np.float32)
+
+    [(drawer, score)] = answer(index, query, np.ones(2, dtype=bool), 1)
+
+    assert drawer == 0
+    assert score == pytest.approx(0.98 / np.sqrt(2) / np.linalg.norm([127, 0.49, 0.49, 0.51]))
 
 
 def test_a_restored_index_answers_as_the_live_one() -> None:
