@@ -20,6 +20,7 @@ from typing import Any
 from surrealdb import NullType, RecordID, Surreal
 from surrealdb.errors import SurrealError
 
+from memcastle_project import wire
 from memcastle_project.config import Config
 from memcastle_project.errors import MemCastleError, StoreFailed
 
@@ -126,6 +127,8 @@ class Store:
     def open(self) -> None:
         if self.palace_path is not None:
             self.palace_path.mkdir(parents=True, exist_ok=True)
+        if self.mode == "embedded":
+            wire.install()
         try:
             db = Surreal(self.url)
         except SurrealError as exc:
