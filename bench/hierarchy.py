@@ -45,13 +45,14 @@ from memcastle_project.store import Store  # noqa: E402
 from palace import drawers  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.daemon import Daemon, wait_for  # noqa: E402
 
 WINGS = 20
 ROOMS_PER_WING = 10
 ROOMS = WINGS * ROOMS_PER_WING
 WORDS_PER_DRAWER = 30
 INSERT_BATCH = 250
+SEARCH_CATCH_UP_TIMEOUT = 1800.0
 REQUESTED_BY = "bench"
 LISTING_TARGET_MS = 50.0
 SINGLE_READ_TARGET_MS = 5.0
@@ -251,6 +252,9 @@ def fill_palace(
     daemon.stop()
     results.append(file_in_process(daemon.root, rest))
     daemon.start()
+    # The search indexes read what was written in-process from the change feed while the
+    # daemon serves; the reads are not timed against that.
+    wait_for(daemon.search_ready, timeout=SEARCH_CATCH_UP_TIMEOUT, what="search to catch up")
     return results
 
 

@@ -107,6 +107,11 @@ class Daemon:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def search_ready(self) -> bool:
+        """Whether search answers: the indexes are neither being rebuilt nor catching up."""
+        status = httpx.get(f"{self.base_url}/api/status", timeout=60).json()
+        return status["search"]["state"] == "ready"
+
     def client(self, **headers: str) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
 

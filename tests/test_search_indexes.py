@@ -16,6 +16,7 @@ import random
 import shutil
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -702,6 +703,100 @@ def test_a_rebuild_stopped_with_the_daemon_is_done_again_at_the_next_start(
     closing.join(timeout=30)
     assert not closing.is_alive(), "close does not wait for the whole rebuild"
     assert not (filled.directory / "snapshot.pickle").exists(), "a partial rebuild is not saved"
+    filled.reopen_indexes()
+    assert answers(filled) == before
+
+
+class HeldFeed:
+    """Holds the indexes' first read of the change feed until released."""
+
+    def __init__(self, store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reached = threading.Event()
+        self.release = threading.Event()
+        changes = store.changes
+
+        def held(since: int, limit: int) -> Any:
+            self.reached.set()
+            assert self.release.wait(timeout=30)
+            return changes(since, limit)
+
+        monkeypatch.setattr(store, "changes", held)
+
+
+def _left_behind(filled: SearchPalace, tmp_path: Path) -> dict[str, Any]:
+    """Drawers written after a copy of the indexes was taken, then that copy put back, as
+    after a bulk load while no daemon followed the store; the answers of indexes that kept
+    up."""
+    filled.close_indexes()
+    backup = tmp_path / "behind"
+    shutil.copytree(filled.directory, backup)
+    filled.reopen_indexes()
+    fill(filled, 200, 12)
+    before = answers(filled)
+    filled.close_indexes()
+    shutil.rmtree(filled.directory)
+    shutil.copytree(backup, filled.directory)
+    return before
+
+
+def _started_large(filled: SearchPalace, monkeypatch: pytest.MonkeyPatch) -> SearchIndexes:
+    """The indexes started as the daemon starts them, the palace counted as large."""
+    monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
+    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    filled.indexes = indexes
+    filled.service = SearchService(filled.palace, indexes, filled.embeddings, clock=filled.clock)
+    return indexes
+
+
+def test_a_large_palace_a_little_behind_catches_up_before_start_returns(
+    filled: SearchPalace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _left_behind(filled, tmp_path)
+    indexes = _started_large(filled, monkeypatch)
+    indexes.start()
+    assert indexes.ready is True
+    assert answers(filled) == before
+
+
+def test_a_large_palace_far_behind_catches_up_while_the_daemon_serves(
+    filled: SearchPalace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`start` waits `START_CATCH_UP_SECS` at most; then search is refused (never an answer
+    from indexes that lag) and the status says so, until the catch-up is done."""
+    before = _left_behind(filled, tmp_path)
+    monkeypatch.setattr(indexes_module, "START_CATCH_UP_SECS", 0.2)
+    indexes = _started_large(filled, monkeypatch)
+    held = HeldFeed(filled.store, monkeypatch)
+    started = time.monotonic()
+    indexes.start()
+    assert time.monotonic() - started < 10
+    assert held.reached.is_set()
+    assert indexes.ready is False
+    assert indexes.status() == {"state": "catching_up", "changes_read": 0}
+    with pytest.raises(IndexesBuilding) as refused:
+        filled.search_body(semantic(unit(1, 0)))
+    assert refused.value.code == "memcastle::search::indexing"
+    assert "catching up" in refused.value.message
+    held.release.set()
+    wait_for(lambda: indexes.ready, timeout=30, what="the catch-up to finish")
+    assert answers(filled) == before
+    assert indexes.status()["state"] == "ready"
+
+
+def test_a_catch_up_stopped_with_the_daemon_goes_on_at_the_next_start(
+    filled: SearchPalace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _left_behind(filled, tmp_path)
+    monkeypatch.setattr(indexes_module, "START_CATCH_UP_SECS", 0.2)
+    indexes = _started_large(filled, monkeypatch)
+    held = HeldFeed(filled.store, monkeypatch)
+    indexes.start()
+    closing = threading.Thread(target=indexes.close)
+    closing.start()
+    held.release.set()
+    closing.join(timeout=30)
+    assert not closing.is_alive(), "close does not wait for the whole catch-up"
+    monkeypatch.undo()
     filled.reopen_indexes()
     assert answers(filled) == before
 

@@ -55,20 +55,25 @@ SNAPSHOT_EVERY_CHANGES = 20_000
 # A rebuild of a palace this large runs while the daemon serves; a smaller one (under a few
 # seconds) before it does, so a search right after start-up is always answered.
 BACKGROUND_REBUILD_DRAWERS = 20_000
+# How long the start of a large palace waits for indexes found on disk to catch up with the
+# feed before it serves anyway: usually a few changes, but drawers written while no daemon
+# followed (a bulk load, a restore) can take minutes to read, which the CLI would not wait for.
+START_CATCH_UP_SECS = 5.0
 
 DRAWER_FIELDS = "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to"
 
 
 class IndexesBuilding(MemCastleError):
-    """A search while the daemon rebuilds its indexes at start-up."""
+    """A search while the daemon rebuilds its indexes, or catches them up, at start-up."""
 
     status = 503
     code = "memcastle::search::indexing"
-    help = "search again in a moment: GET /api/status shows the rebuild's progress"
+    help = "search again in a moment: GET /api/status shows the progress (search.state)"
 
 
 class _Stopped(Exception):
-    """The daemon stopped during a rebuild; the next start rebuilds again."""
+    """The daemon stopped while the indexes were opening; the next start goes on from the
+    watermarks (a rebuild starts again)."""
 
 
 def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,10 +120,13 @@ class SearchIndexes:
         self._saved_at = time.monotonic()
         self._stop = threading.Event()
         self._follower: threading.Thread | None = None
-        # False only while `start` rebuilds in the background; read without the lock.
+        # False only while `start` opens in the background; read without the lock.
         self.ready = True
+        self._opened = threading.Event()
+        self._rebuilding = False
         self._rebuilt = 0
         self._to_rebuild = 0
+        self._changes_read = 0
 
     # Opening -----------------------------------------------------------------------------
 
@@ -129,16 +137,19 @@ class SearchIndexes:
 
     def start(self) -> None:
         """Open the indexes and follow the store, for the daemon. A palace of
-        `BACKGROUND_REBUILD_DRAWERS` or more whose indexes must be rebuilt is rebuilt by the
-        follower thread while the daemon serves; until it is done, `refresh` refuses."""
+        `BACKGROUND_REBUILD_DRAWERS` or more is opened by the follower thread while the daemon
+        serves: a rebuild at once, a catch-up of indexes found on disk after at most
+        `START_CATCH_UP_SECS`; until it is done, `refresh` refuses."""
         with self.lock:
             loaded = self._load()
-            if all(loaded) or self._drawer_total() < BACKGROUND_REBUILD_DRAWERS:
+            if self._drawer_total() < BACKGROUND_REBUILD_DRAWERS:
                 self._finish_opening(*loaded)
                 self.start_following()
                 return
             self.ready = False
-        self._follow_in_background(lambda: self._rebuild_then_follow(*loaded))
+        self._follow_in_background(lambda: self._open_then_follow(*loaded))
+        if all(loaded):
+            self._opened.wait(START_CATCH_UP_SECS)
 
     def _load(self) -> tuple[bool, bool]:
         """Open what is on disk: whether the lexical index and the snapshot could be used."""
@@ -155,13 +166,14 @@ class SearchIndexes:
             self._catch_up()
         self._save_snapshot()
 
-    def _rebuild_then_follow(self, lexical_ok: bool, snapshot_ok: bool) -> None:
+    def _open_then_follow(self, lexical_ok: bool, snapshot_ok: bool) -> None:
         try:
             with self.lock:
                 self._finish_opening(lexical_ok, snapshot_ok)
                 self.ready = True
+                self._opened.set()
         except _Stopped:
-            logger.info("search index rebuild stopped with the daemon")
+            logger.info("opening the search indexes stopped with the daemon")
             return
         self._follow()
 
@@ -210,6 +222,7 @@ class SearchIndexes:
             self.snapshot_mark = mark
         drawers = self._rebuilt = 0
         self._to_rebuild = self._drawer_total()
+        self._rebuilding = True
         for page in self._scan(f"SELECT {DRAWER_FIELDS} FROM drawer", {}):
             for row in page:
                 fields = indexed(row)
@@ -230,6 +243,7 @@ class SearchIndexes:
                 for page in self._scan(query, {"p": name}):
                     for row in page:
                         self._put_vectors(row)
+        self._rebuilding = False
         logger.info(
             "search indexes rebuilt from %d drawers in %.1f s (lexical %s, snapshot %s)",
             drawers,
@@ -264,13 +278,11 @@ class SearchIndexes:
 
     def refresh(self) -> None:
         """Apply every change the indexes have not seen yet (opening them first, in a process
-        that has not: a management command, a test). Refused while the daemon rebuilds them,
-        without waiting for the rebuild's lock: the request thread serves every route."""
+        that has not: a management command, a test). Refused while the daemon opens them in
+        the background, without waiting for that work's lock: the request thread serves every
+        route."""
         if not self.ready:
-            raise IndexesBuilding(
-                f"the search indexes are being rebuilt ({self._rebuilt:,} of "
-                f"{self._to_rebuild:,} drawers read)"
-            )
+            raise IndexesBuilding(self._opening_progress())
         with self.lock:
             if self.lexical is None:
                 self.open()
@@ -285,11 +297,14 @@ class SearchIndexes:
         assert self.lexical is not None
         since = min(self.lexical_mark, self.snapshot_mark) + 1
         while True:
+            if self._stop.is_set():
+                raise _Stopped
             changes = self.store.changes(since, FEED_PAGE)
             if not changes:
                 break
             for versionstamp, table, action, record in changes:
                 self._apply(versionstamp, table, action, record)
+            self._changes_read += len(changes)
             last = changes[-1][0]
             since = last + 1
             # The lexical watermark moves only once its changes are committed to disk.
@@ -376,6 +391,8 @@ class SearchIndexes:
         while not self._stop.wait(FOLLOW_INTERVAL_SECS):
             try:
                 self.refresh()
+            except _Stopped:
+                return
             except Exception:
                 logger.exception("the search indexes could not follow the store")
 
@@ -395,11 +412,24 @@ class SearchIndexes:
             if self.ready:
                 self._save_snapshot()
 
+    def _opening_progress(self) -> str:
+        if self._rebuilding:
+            return (
+                f"the search indexes are being rebuilt ({self._rebuilt:,} of "
+                f"{self._to_rebuild:,} drawers read)"
+            )
+        return (
+            "the search indexes are catching up with drawers written while no daemon followed "
+            f"the store ({self._changes_read:,} changes read)"
+        )
+
     def status(self) -> dict[str, Any]:
         """What the status report says of the indexes (without waiting for a catch-up, nor
         for a rebuild)."""
-        if not self.ready:
+        if not self.ready and self._rebuilding:
             return {"state": "rebuilding", "drawers_read": self._rebuilt, "of": self._to_rebuild}
+        if not self.ready:
+            return {"state": "catching_up", "changes_read": self._changes_read}
         with self.lock:
             return {
                 "state": "ready",
