@@ -42,7 +42,7 @@ import httpx  # noqa: E402
 from memcastle_project.config import load_config  # noqa: E402
 from memcastle_project.context import RequestContext  # noqa: E402
 from memcastle_project.store import Store  # noqa: E402
-from palace import drawers  # noqa: E402
+from palace import drawers, services  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
 from tests.daemon import Daemon, wait_for  # noqa: E402
@@ -174,9 +174,9 @@ def drawer_record(spec: DrawerSpec, wing_id: str, room_id: str) -> dict[str, obj
         "id": str(uuid.uuid4()),
         "wing": wing_id,
         "room": room_id,
-        "content": spec.content,
-        "content_hash": drawers.content_hash(spec.content),
-        "fingerprint": drawers.fingerprint(spec.content),
+        # The content, its digests and deduplication keys: without them the daemon would
+        # derive the keys of every drawer at its next start.
+        **services._derived(spec.content),
         "source": drawers.parse_source(None),
         "tags": ["bench"],
         "provenance": {"requested_by": REQUESTED_BY, "job_id": None},
@@ -206,7 +206,8 @@ def file_in_process(root: Path, specs: Sequence[DrawerSpec]) -> WriteResult:
     store = open_palace(root)
     try:
         store.migrate()
-        service = PalaceService(PalaceRepository(store))
+        repository = PalaceRepository(store)
+        service = PalaceService(repository)
         ctx = RequestContext.build(requested_by=REQUESTED_BY)
         rooms: dict[tuple[str, str], dict[str, Any]] = {}
         for slot in range(ROOMS):
@@ -222,6 +223,8 @@ def file_in_process(root: Path, specs: Sequence[DrawerSpec]) -> WriteResult:
                 for spec in batch
             ]
             store.query("INSERT INTO drawer $rows RETURN NONE", {"rows": rows})
+            # As the daemon does in the drawers' own transaction.
+            repository.index_dedup_keys(rows)
         seconds = time.perf_counter() - start
     finally:
         store.close()
