@@ -26,11 +26,13 @@ from memcastle_project.config import JobsConfig
 from memcastle_project.errors import MemCastleError
 from memcastle_project.events import EventBus
 from memcastle_project.logs import fields
-from memcastle_project.store import Store
+from memcastle_project.store import Statement, Store
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+# A job as `JobService.submit` queues it, the state most claims find.
+NEVER_CLAIMED = {"id": None, "status": Status.QUEUED.value, "attempt": 0}
 # How many times a stopping job re-reads a row that changed under its final write.
 STOP_ATTEMPTS = 5
 
@@ -69,6 +71,8 @@ class Executor:
         self.closing = False
         self._runs: dict[str, JobRun] = {}
         self._claiming: set[str] = set()
+        # Claims in flight that do not know yet which job they claim (`_claim`).
+        self._blind_claims = 0
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._stopped = threading.Event()
@@ -88,7 +92,9 @@ class Executor:
         """Whether a running job has a worker: ours, or another's whose lease is current."""
         with self._lock:
             if row.get("lease_owner") == self.worker_id:
-                return row["id"] in self._runs or row["id"] in self._claiming
+                return (
+                    row["id"] in self._runs or row["id"] in self._claiming or self._blind_claims > 0
+                )
         expires = row.get("lease_expires_at")
         return not self.exclusive_store and expires is not None and expires > self.clock()
 
@@ -119,11 +125,26 @@ class Executor:
     def _claim(self) -> JobRun | None:
         """Claim the most urgent queued job, or return None when none is queued.
 
-        Losing every candidate to other workers means reading again, not giving up: the job
-        submitted meanwhile may have had its message taken by one of those workers, and this
-        message is then the only one left to run it.
+        The first try assumes the most urgent job was never claimed, which saves reading the
+        queue first; a job in another state (resumed, retried, recovered) is claimed from the
+        state read. Losing every candidate to other workers means reading again, not giving
+        up: the job submitted meanwhile may have had its message taken by one of those workers,
+        and this message is then the only one left to run it.
         """
-        while candidates := self.repository.claim_candidates():
+        with self._lock:
+            if self.closing:
+                return None
+            self._blind_claims += 1
+        row = None
+        try:
+            row, candidates = self.repository.claim_first(self._claim_changes(NEVER_CLAIMED))
+        finally:
+            with self._lock:
+                self._blind_claims -= 1
+                run = self._register(row)
+        if run is not None:
+            return self._claimed(run)
+        while candidates:
             for candidate in candidates:
                 with self._lock:
                     if self.closing:
@@ -131,6 +152,7 @@ class Executor:
                 run = self._try_claim(candidate)
                 if run is not None:
                     return run
+            candidates = self.repository.claim_candidates()
         return None
 
     def _try_claim(self, candidate: Mapping[str, Any]) -> JobRun | None:
@@ -138,24 +160,34 @@ class Executor:
             self._claiming.add(candidate["id"])
         row = None
         try:
-            now = self.clock()
-            changes = transition(candidate, "claim", now)
-            changes["lease_owner"] = self.worker_id
-            changes["lease_expires_at"] = now + self.lease_ttl
-            row = self.repository.compare_and_set(candidate, changes)
+            row = self.repository.compare_and_set(candidate, self._claim_changes(candidate))
         finally:
             with self._lock:
                 self._claiming.discard(candidate["id"])
-                if row is not None:
-                    run = JobRun(row, self.store, self._saver(row["id"]))
-                    self._runs[row["id"]] = run
-                    if self.closing:
-                        # The drain began while this claim was in flight.
-                        run.interrupt()
+                run = self._register(row)
+        return self._claimed(run) if run is not None else None
+
+    def _claim_changes(self, seen: Mapping[str, Any]) -> dict[str, Any]:
+        now = self.clock()
+        changes = transition(seen, "claim", now)
+        changes["lease_owner"] = self.worker_id
+        changes["lease_expires_at"] = now + self.lease_ttl
+        return changes
+
+    def _register(self, row: Mapping[str, Any] | None) -> JobRun | None:
+        """The run of a job just claimed (None for none); called with the lock held."""
         if row is None:
             return None
-        logger.info("job claimed by worker", extra=self._fields(row, worker_id=True))
-        self.announce(row, "updated")
+        run = JobRun(row, self.store, self._saver(row["id"]), self._end_statement)
+        self._runs[row["id"]] = run
+        if self.closing:
+            # The drain began while this claim was in flight.
+            run.interrupt()
+        return run
+
+    def _claimed(self, run: JobRun) -> JobRun:
+        logger.info("job claimed by worker", extra=self._fields(run.row, worker_id=True))
+        self.announce(run.row, "updated")
         return run
 
     def _saver(self, job_id: str) -> Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]:
@@ -171,6 +203,10 @@ class Executor:
             return row
 
         return save
+
+    def _end_statement(self, run: JobRun, result: dict[str, Any]) -> Statement:
+        changes = {**run.unsaved, **transition(run.row, "complete", self.clock()), "result": result}
+        return self.repository.end_statement(run.job_id, self.worker_id, changes)
 
     def _run(self, run: JobRun) -> None:
         started = time.monotonic()
@@ -200,7 +236,10 @@ class Executor:
                 error_code="memcastle::server::failed",
             )
         else:
-            self._finish(run, "complete", started, result=result)
+            if run.ended is not None:
+                self._ended(run, "complete", started, run.ended)
+            else:
+                self._finish(run, "complete", started, result=result)
         finally:
             with self._idle:
                 self._runs.pop(run.job_id, None)
@@ -260,6 +299,12 @@ class Executor:
                 return False
             self._abandon(run)
             return True
+        self._ended(run, move, started, row)
+        return True
+
+    def _ended(self, run: JobRun, move: str, started: float, row: Mapping[str, Any]) -> None:
+        """Announce and log the end state `move` written (`row`), and send a job put back in
+        the queue again."""
         self.announce(row, "updated")
         elapsed_ms = int((time.monotonic() - started) * 1000)
         if move == "fail":
@@ -272,7 +317,7 @@ class Executor:
                     attempt=row.get("attempt"),
                 ),
             )
-            return True
+            return
         logger.info(
             f"job {row['status'] if move != 'interrupt' else 'interrupted'}",
             extra=fields(job_id=run.job_id, job_type=run.kind, elapsed_ms=elapsed_ms),
@@ -281,7 +326,6 @@ class Executor:
             # Even while draining: on a shared broker another worker takes it at once (this
             # one has stopped consuming); in-process, the next start sends it again.
             self.dispatch(run.job_id)
-        return True
 
     def _unrecorded(self, run: JobRun, outcome: str) -> None:
         logger.warning(

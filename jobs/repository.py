@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memcastle_project.store import Store
+from memcastle_project.store import Statement, Store
 
 # How many of the most urgent queued jobs a claim tries before reading the queue again.
 CLAIM_CANDIDATES = 8
@@ -23,9 +23,24 @@ STATE_FIELDS = (
     "pause_requested, cancel_requested, error_code"
 )
 
+# The most urgent queued jobs, `$n` of them.
+CANDIDATES = (
+    f"SELECT {STATE_FIELDS}, started_at, claim_rank, created_at FROM job WHERE status = 'queued' "
+    "ORDER BY claim_rank, created_at LIMIT $n"
+)
+
 
 def _without_id(record: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in record.items() if key != "id"}
+
+
+def _as_stored(value: Any) -> Any:
+    """`value` as the store keeps it: a field set to None is absent."""
+    if isinstance(value, dict):
+        return {key: _as_stored(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_as_stored(item) for item in value]
+    return value
 
 
 def _filters(status: str | None, kind: str | None, kind_field: str) -> tuple[str, dict[str, Any]]:
@@ -45,10 +60,14 @@ class JobRepository:
         self.store = store
 
     def create(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        return self.store.one(
-            "CREATE ONLY type::record('job', $id) CONTENT $record",
+        """Returns the record as stored, without reading it back: a checkpoint job's payload
+        came back whole and was decoded for nothing (`claim_rank`, which the database computes,
+        is the one field missing, and never shown)."""
+        self.store.query(
+            "CREATE ONLY type::record('job', $id) CONTENT $record RETURN NONE",
             {"id": record["id"], "record": _without_id(record)},
         )
+        return _as_stored(record)
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         return self.store.one("SELECT * FROM ONLY type::record('job', $id)", {"id": job_id})
@@ -95,12 +114,25 @@ class JobRepository:
         """The most urgent queued jobs, with what claiming one reads (the claim returns the
         whole row): reading whole rows, payloads included, took 3.5 ms a claim with 20
         checkpoints queued."""
-        return self.store.one(
-            f"SELECT {STATE_FIELDS}, started_at, claim_rank, created_at FROM job "
-            "WHERE status = 'queued' "
-            "ORDER BY claim_rank, created_at LIMIT $n",
-            {"n": CLAIM_CANDIDATES},
+        return self.store.one(CANDIDATES, {"n": CLAIM_CANDIDATES})
+
+    def claim_first(
+        self, changes: Mapping[str, Any]
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """Read the most urgent queued jobs and, in the same round trip, write `changes` to the
+        first one if it was never claimed (queued, no attempt, no requests, no lease: the state
+        `changes` were computed from), which most claims find. Returns the claimed row (None
+        when the first job was in another state, or none was queued) and the jobs as read.
+        Reading the queue, then claiming, took a round trip each: 0.2-0.3 ms more a claim."""
+        _, claimed, candidates = self.store.query(
+            f"LET $queued = ({CANDIDATES});"
+            "UPDATE array::slice($queued.id, 0, 1) MERGE $changes WHERE status = 'queued' "
+            "AND (attempt ?? 0) = 0 AND started_at = NONE AND (pause_requested ?? false) = false "
+            "AND (cancel_requested ?? false) = false AND lease_owner = NONE RETURN AFTER;"
+            "RETURN $queued;",
+            {"n": CLAIM_CANDIDATES, "changes": dict(changes)},
         )
+        return (claimed[0] if claimed else None), candidates
 
     def compare_and_set(
         self,
@@ -145,6 +177,18 @@ class JobRepository:
             "UPDATE ONLY type::record('job', $id) MERGE $changes "
             f"WHERE status = 'running' AND lease_owner = $owner RETURN {STATE_FIELDS}",
             {"id": job_id, "owner": owner, "changes": dict(changes)},
+        )
+
+    def end_statement(self, job_id: str, owner: str, changes: Mapping[str, Any]) -> Statement:
+        """`fenced_update` of a job's end state, for the transaction of its last unit's writes
+        to carry: a write of its own cost 0.8-1.2 ms more (its own commit, synced to disk).
+        Its instants are the daemon's clock, as every other instant of a job is (a remote
+        store's clock may differ), taken when the statement is made, just before the unit's
+        writes run."""
+        return Statement(
+            "UPDATE ONLY type::record('job', $job_id) MERGE $job_changes "
+            f"WHERE status = 'running' AND lease_owner = $job_owner RETURN {STATE_FIELDS};",
+            {"job_id": job_id, "job_owner": owner, "job_changes": dict(changes)},
         )
 
     def renew_leases(

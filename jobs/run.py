@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memcastle_project.errors import MemCastleError
-from memcastle_project.store import Store
+from memcastle_project.store import Statement, Store
 
 # How often a run waiting for another's lock checks for a pause or cancel.
 WAIT_SLICE_SECS = 0.25
@@ -31,10 +31,12 @@ class LeaseLost(MemCastleError):
 
 
 Saver = Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]]
+# The write of a run's end state (completed, with its result), as a statement.
+Ender = Callable[["JobRun", dict[str, Any]], Statement]
 
 
 class JobRun:
-    def __init__(self, row: Mapping[str, Any], store: Store, save: Saver) -> None:
+    def __init__(self, row: Mapping[str, Any], store: Store, save: Saver, end: Ender) -> None:
         self.store = store
         # The row as last written by this run; the final transition is computed from it.
         self.row: Mapping[str, Any] = row
@@ -47,6 +49,9 @@ class JobRun:
         self.unsaved: dict[str, Any] = {}
         self.requested_by: str = row.get("requested_by") or "http"
         self._save = save
+        self._end = end
+        # The row as the handler's own last write left it, when that write ended the job.
+        self.ended: Mapping[str, Any] | None = None
         self._wake = threading.Event()
         # Set from other threads: a request seen on the row, a shutdown interrupt, or an abort
         # (force-cancel or a lost lease), which also cuts a `sleep` short.
@@ -96,6 +101,21 @@ class JobRun:
         if row.get("pause_requested") or row.get("cancel_requested"):
             self.stop_requested = True
         self.check()
+
+    def ending(self, result: dict[str, Any]) -> Statement:
+        """The write of this job's end state: completed, with `result` and the state of the
+        last unit (saved with `last=True`), for the handler to run in the transaction of that
+        unit's own writes, a write fewer per job. The handler then hands what it returned to
+        `finished` and returns `result`; a handler that does not leaves the end state to the
+        runner."""
+        return self._end(self, result)
+
+    def finished(self, row: Mapping[str, Any] | None) -> None:
+        """The end state written by `ending`'s statement: the row it returned, None when the
+        job was no longer ours."""
+        if row is None:
+            raise LeaseLost(f"job {self.job_id} is no longer held by this worker")
+        self.ended = row
 
     @property
     def resumed(self) -> bool:

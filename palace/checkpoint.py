@@ -1,10 +1,11 @@
 """The `checkpoint` job: an already-classified batch of memories, one drawer per item.
 
 The calling integration decides what is worth remembering; this files it. The payload is checked
-whole at submission, so a job never starts with an item it cannot store. Each item is one unit:
-its drawer is written under an id derived from the job and the item's index
-(`checkpoint-drawer:{i}`), then the checkpoint `{"next_index": i + 1}` is saved, so a job that is
-interrupted resumes where it stopped and never stores an item twice.
+whole at submission, so a job never starts with an item it cannot store. Items are filed a chunk
+at a time: each item's drawer is written under an id derived from the job and the item's index
+(`checkpoint-drawer:{i}`), then the checkpoint `{"next_index": n}` is saved (the last chunk's
+transaction writes the job's end state instead), so a job that is interrupted resumes where it
+stopped and never stores an item twice.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from memcastle_project import runtime
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid, NotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
-from palace.services import Filing
+from palace.services import NOT_RUN, Filed, Filing
 
 DESTINATIONS = {
     "preference": "preferences",
@@ -183,13 +184,13 @@ def run(job: JobRun) -> dict[str, Any]:
 
     A unit of work is a chunk of up to `CHUNK` items; pause and cancel are honoured between
     chunks. After a crash the chunk in flight is replayed: its items already stored are found by
-    their derived ids and not filed again.
+    their derived ids and not filed again. The last chunk's transaction also writes the job's
+    end state, unless its items carry facts (applied after their drawers are written).
     """
     palace = runtime.current().palace
     ctx = RequestContext.build(requested_by=job.requested_by)
     items = job.params["payload"]["items"]
     state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
-    places: dict[tuple[str, str], dict[str, Any]] = {}
     # Only the first chunk of a resumed run can have been stored already: a run stops (or
     # crashes) inside one chunk at most, and the checkpoint names that chunk.
     replayed = state["next_index"] if job.resumed else None
@@ -197,30 +198,60 @@ def run(job: JobRun) -> dict[str, Any]:
         indexes = range(start, min(start + CHUNK, len(items)))
         ids = {index: unit_id(job.job_id, f"checkpoint-drawer:{index}") for index in indexes}
         stored = palace.repository.existing_drawer_ids(ids.values()) if start == replayed else set()
-        entries = [
-            (*destination_of(items[index]), _filing(items[index], ids[index], job.job_id))
-            for index in indexes
-            if ids[index] not in stored
-        ]
         pending = [index for index in indexes if ids[index] not in stored]
-        evidence: dict[int, dict[str, Any]] = {}
-        for index, filed in zip(pending, palace.file_batch(ctx, entries, places), strict=True):
-            if filed.error is not None:
-                state["failed"] = [*state["failed"], {"index": index, "error": filed.error.message}]
-            elif not filed.created:
-                state["duplicates"] += 1
-            if filed.drawer is not None and "fact" in items[index]:
-                evidence[index] = filed.drawer
-        state["failed"] = [*state["failed"], *_apply_facts(job, items, ids, stored, evidence)]
-        state["next_index"] = indexes.stop
-        job.save(
-            state,
-            current=indexes.stop,
-            total=len(items),
-            message=f"item {indexes.stop} of {len(items)}",
-            last=indexes.stop == len(items),
+        batch = palace.prepare_batch(
+            ctx,
+            [
+                (*destination_of(items[index]), _filing(items[index], ids[index], job.job_id))
+                for index in pending
+            ],
         )
-    result: dict[str, Any] = {"items": len(items), "duplicates": state["duplicates"]}
+        last = indexes.stop == len(items)
+        if last and not any("fact" in items[index] for index in indexes):
+            ending = _tallied(state, pending, batch.outcomes, indexes.stop)
+            _save(job, ending, len(items), last=True)
+            outcomes, ended = palace.write_batch(ctx, batch, job.ending(_result(ending)))
+            if ended is not NOT_RUN:
+                job.finished(ended)
+                return _result(ending)
+        else:
+            outcomes, _ = palace.write_batch(ctx, batch)
+        evidence = {
+            index: filed.drawer
+            for index, filed in zip(pending, outcomes, strict=True)
+            if filed.drawer is not None and "fact" in items[index]
+        }
+        state = _tallied(state, pending, outcomes, indexes.stop)
+        state["failed"] = [*state["failed"], *_apply_facts(job, items, ids, stored, evidence)]
+        _save(job, state, len(items), last=last)
+    return _result(state)
+
+
+def _tallied(
+    state: Mapping[str, Any], pending: list[int], outcomes: list[Filed], next_index: int
+) -> dict[str, Any]:
+    """The resume state after a chunk whose items `pending` came to `outcomes`."""
+    failed = [
+        {"index": index, "error": filed.error.message}
+        for index, filed in zip(pending, outcomes, strict=True)
+        if filed.error is not None
+    ]
+    duplicates = sum(1 for filed in outcomes if filed.error is None and not filed.created)
+    return {
+        **state,
+        "next_index": next_index,
+        "duplicates": state["duplicates"] + duplicates,
+        "failed": [*state["failed"], *failed],
+    }
+
+
+def _save(job: JobRun, state: dict[str, Any], total: int, *, last: bool) -> None:
+    done = state["next_index"]
+    job.save(state, current=done, total=total, message=f"item {done} of {total}", last=last)
+
+
+def _result(state: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {"items": state["next_index"], "duplicates": state["duplicates"]}
     if state["failed"]:
         result["failed"] = state["failed"]
     return result

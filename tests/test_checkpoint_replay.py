@@ -1,8 +1,10 @@
-"""A checkpoint job whose run ended before its end state was written, run again in-process.
+"""A checkpoint job whose run died part way, run again in-process.
 
-The handler's last chunk is saved with the job's end state, not before it; when that write is
-lost (the process died after the chunk's transaction committed), the next run replays the chunk,
-and the derived drawer ids keep every item stored once.
+The last chunk's drawers and the job's end state are written in one transaction: a run that
+dies before it commits has stored neither, and the next run files that chunk again. A run that
+dies after a chunk's transaction, before its checkpoint is saved, replays that chunk, and the
+derived drawer ids keep every item stored once. A last chunk whose outcome changed under it (a
+name taken meanwhile) is filed again, and the job's end state counts what was filed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from memcastle_project.context import RequestContext
 from memcastle_project.errors import StoreFailed
 from memcastle_project.store import Store
 from palace import checkpoint
+from palace.services import Filing
 
 ITEMS = checkpoint.CHUNK + 50
 
@@ -51,8 +54,31 @@ def drawers_of(store: Store, job_id: str) -> list[dict[str, Any]]:
     return store.one("SELECT id FROM drawer WHERE provenance.job_id = $job", {"job": job_id})
 
 
-def test_the_last_chunk_is_saved_with_the_end_state(daemon: runtime.Runtime) -> None:
+class Died(BaseException):
+    """The process stopped here: nothing after it runs, not even the job's end state."""
+
+
+def recover_and_run(daemon: runtime.Runtime, job_id: str) -> dict[str, Any]:
+    """What the next daemon does: re-queue the running job, then run it."""
+    daemon.executor.start_up()
+    daemon.executor.execute(job_id)
+    row = daemon.executor.repository.get(job_id)
+    assert row is not None
+    return row
+
+
+def test_the_last_chunk_is_written_with_the_end_state(
+    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     job_id = submit(daemon)
+    transactions: list[str] = []
+    transaction = store.transaction
+
+    def recorded(sql: str, variables: Any = None) -> Any:
+        transactions.append(sql)
+        return transaction(sql, variables)
+
+    monkeypatch.setattr(store, "transaction", recorded)
     daemon.executor.execute(job_id)
     row = daemon.executor.repository.get(job_id)
     assert row is not None
@@ -60,35 +86,100 @@ def test_the_last_chunk_is_saved_with_the_end_state(daemon: runtime.Runtime) -> 
     assert row["progress"]["current"] == row["progress"]["total"] == ITEMS
     assert row["checkpoint"]["next_index"] == ITEMS
     assert row["result"] == {"items": ITEMS, "duplicates": 0}
+    assert row["started_at"] < row["completed_at"] == row["updated_at"]
+    assert row.get("lease_owner") is None
+    assert [("INSERT INTO drawer" in sql, "'job'" in sql) for sql in transactions] == [
+        (True, False),
+        (True, True),
+    ]
 
 
-def test_a_lost_end_state_replays_the_last_chunk_without_storing_twice(
+def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
+    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit(daemon)
+    transaction = store.transaction
+
+    def die_before_the_commit(sql: str, variables: Any = None) -> Any:
+        if "'job'" not in sql:
+            return transaction(sql, variables)
+        # The transaction's statements run, then fail before the commit: all are undone.
+        with pytest.raises(StoreFailed):
+            transaction(f"{sql}THROW 'the process died';", variables)
+        raise Died
+
+    monkeypatch.setattr(store, "transaction", die_before_the_commit)
+    with pytest.raises(Died):
+        daemon.executor.execute(job_id)
+    row = daemon.executor.repository.get(job_id)
+    assert row is not None
+    assert row["status"] == "running"
+    assert row["checkpoint"]["next_index"] == checkpoint.CHUNK
+    assert len(drawers_of(store, job_id)) == checkpoint.CHUNK
+
+    monkeypatch.setattr(store, "transaction", transaction)
+    row = recover_and_run(daemon, job_id)
+    assert (row["status"], row["attempt"]) == ("completed", 2)
+    assert row["result"] == {"items": ITEMS, "duplicates": 0}
+    assert len(drawers_of(store, job_id)) == ITEMS
+
+
+def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
     daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = submit(daemon)
     repository = daemon.executor.repository
     write = repository.fenced_update
 
-    def lose_the_end_state(job: str, owner: str, changes: dict[str, Any]) -> Any:
-        if changes.get("status") == "completed":
-            raise StoreFailed("the process died before this write")
+    def die_before_the_checkpoint(job: str, owner: str, changes: dict[str, Any]) -> Any:
+        if changes.get("checkpoint", {}).get("next_index") == checkpoint.CHUNK:
+            raise Died
         return write(job, owner, changes)
 
-    monkeypatch.setattr(repository, "fenced_update", lose_the_end_state)
-    daemon.executor.execute(job_id)
+    monkeypatch.setattr(repository, "fenced_update", die_before_the_checkpoint)
+    with pytest.raises(Died):
+        daemon.executor.execute(job_id)
     row = repository.get(job_id)
     assert row is not None
     assert row["status"] == "running"
-    # The first chunk was saved; the last one was filed but its save rode on the lost write.
-    assert row["checkpoint"]["next_index"] == checkpoint.CHUNK
-    assert len(drawers_of(store, job_id)) == ITEMS
+    assert row["checkpoint"] == {}
+    assert len(drawers_of(store, job_id)) == checkpoint.CHUNK
 
     monkeypatch.setattr(repository, "fenced_update", write)
-    daemon.executor.start_up()
-    daemon.executor.execute(job_id)
-    row = repository.get(job_id)
-    assert row is not None
-    assert row["status"] == "completed"
-    assert row["attempt"] == 2
+    row = recover_and_run(daemon, job_id)
+    assert (row["status"], row["attempt"]) == ("completed", 2)
     assert row["result"] == {"items": ITEMS, "duplicates": 0}
     assert len(drawers_of(store, job_id)) == ITEMS
+
+
+def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
+    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    item = {"destination": "project", "wing": "w", "tags": []}
+    job = daemon.jobs.submit(
+        RequestContext.build(requested_by="http"),
+        {
+            "type": "checkpoint",
+            "payload": {
+                "items": [{**item, "content": "our plan", "name": "plan"}, {**item, "content": "x"}]
+            },
+        },
+    )
+    prepare = daemon.palace.prepare_batch
+
+    def another_request_meanwhile(ctx: RequestContext, entries: list) -> Any:
+        monkeypatch.setattr(daemon.palace, "prepare_batch", prepare)
+        batch = prepare(ctx, entries)
+        daemon.palace.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
+        return batch
+
+    monkeypatch.setattr(daemon.palace, "prepare_batch", another_request_meanwhile)
+    daemon.executor.execute(job["id"])
+
+    row = daemon.executor.repository.get(job["id"])
+    assert row is not None
+    assert row["status"] == "completed"
+    assert row["result"]["items"] == 2
+    assert row["result"]["duplicates"] == 0
+    assert [failure["index"] for failure in row["result"]["failed"]] == [0]
+    assert len(drawers_of(store, job["id"])) == 1

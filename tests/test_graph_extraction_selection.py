@@ -420,6 +420,7 @@ def test_the_job_run_interface_is_the_one_faked_here() -> None:
         {"id": "j", "kind": {"type": "extract", "wing": "w"}, "attempt": 2},
         None,  # type: ignore[arg-type]
         lambda checkpoint, progress: {},
+        lambda run, result: None,  # type: ignore[arg-type,return-value]
     )
     assert (real.job_id, real.params, real.checkpoint, real.resumed) == (
         "j",

@@ -132,7 +132,8 @@ class Harness:
             "cancel_requested": False,
         }
         record.update(fields)
-        return self.repository.create(record)
+        self.repository.create(record)
+        return self.row(record["id"])
 
     def insert_running(self, *, expires_in: float | None = -1.0, **fields: Any) -> dict[str, Any]:
         """A job left running by another (dead or live) worker; `expires_in=None`: no expiry."""
@@ -400,18 +401,62 @@ def test_a_claim_lost_to_another_worker_takes_the_next_candidate(
     original = h.repository.compare_and_set
     calls: list[str] = []
 
+    def lose_the_first_try(changes: dict[str, Any]) -> Any:
+        # Someone else claimed the first job, and put it back, between the read and the write.
+        return None, h.repository.claim_candidates()
+
     def lose_the_first(seen: dict[str, Any], changes: dict[str, Any], **kw: Any) -> Any:
         calls.append(seen["id"])
         if len(calls) == 1:
             return None  # someone else changed the row between the read and the write
         return original(seen, changes, **kw)
 
+    monkeypatch.setattr(h.repository, "claim_first", lose_the_first_try)
     monkeypatch.setattr(h.repository, "compare_and_set", lose_the_first)
     h.executor.execute(first["id"])
 
     assert calls == [first["id"], second["id"]]
     assert h.row(first["id"])["status"] == "queued"
     assert h.row(second["id"])["status"] == "completed"
+
+
+def test_a_job_never_claimed_is_found_and_claimed_in_one_round_trip(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = h.submit(steps=1, step_ms=0)
+    queries: list[str] = []
+    query = h.store.query
+
+    def counted(sql: str, variables: Any = None) -> list[Any]:
+        queries.append(sql)
+        return query(sql, variables)
+
+    monkeypatch.setattr(h.store, "query", counted)
+    claimed = h.executor._claim()
+
+    assert claimed is not None and claimed.job_id == job["id"]
+    assert len(queries) == 1
+    row = h.row(job["id"])
+    assert (row["status"], row["attempt"], row["lease_owner"]) == (
+        "running",
+        1,
+        h.executor.worker_id,
+    )
+    assert row["started_at"] == row["updated_at"]
+
+
+def test_a_job_claimed_before_is_claimed_from_the_state_read(h: Harness) -> None:
+    """At the head of the queue, a job that ran before (here: interrupted) is not in the state
+    the first try assumes: it is claimed from its row as read, keeping its first start."""
+    started = h.clock() - dt.timedelta(minutes=5)
+    job = h.insert(attempt=1, started_at=started, checkpoint={"next_step": 1})
+    fresh = h.submit(steps=1, step_ms=0)
+
+    h.executor.execute(fresh["id"])
+
+    row = h.row(job["id"])
+    assert (row["status"], row["attempt"], row["started_at"]) == ("completed", 2, started)
+    assert h.row(fresh["id"])["status"] == "queued"
 
 
 # Control ----------------------------------------------------------------------------------
@@ -1162,14 +1207,13 @@ def test_a_job_claimed_as_the_drain_begins_is_interrupted(
     h: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = h.submit(steps=3, step_ms=0)
-    original = h.repository.compare_and_set
+    original = h.repository.claim_first
 
-    def drain_meanwhile(seen: dict[str, Any], changes: dict[str, Any], **kw: Any) -> Any:
-        if changes.get("status") == "running":
-            h.executor.begin_drain()
-        return original(seen, changes, **kw)
+    def drain_meanwhile(changes: dict[str, Any]) -> Any:
+        h.executor.begin_drain()
+        return original(changes)
 
-    monkeypatch.setattr(h.repository, "compare_and_set", drain_meanwhile)
+    monkeypatch.setattr(h.repository, "claim_first", drain_meanwhile)
     h.executor.execute(job["id"])
 
     row = h.row(job["id"])
@@ -1503,17 +1547,19 @@ def test_a_message_whose_candidates_were_all_taken_reads_the_queue_again(
 ) -> None:
     """Worker A reads [X]; Y is submitted; worker B takes X with Y's message. A must then
     claim Y, or Y waits with no message left to run it."""
-    original = h.repository.claim_candidates
+    original = h.repository.claim_first
     a_has_read, a_may_go = threading.Event(), threading.Event()
 
-    def a_pauses_after_reading() -> list[dict[str, Any]]:
-        rows = original()
-        if threading.current_thread().name == "worker-a" and not a_has_read.is_set():
-            a_has_read.set()
-            assert a_may_go.wait(WAIT)
-        return rows
+    def a_pauses_after_reading(changes: dict[str, Any]) -> Any:
+        if threading.current_thread().name != "worker-a" or a_has_read.is_set():
+            return original(changes)
+        # A reads the queue; its write comes too late to claim X.
+        rows = h.repository.claim_candidates()
+        a_has_read.set()
+        assert a_may_go.wait(WAIT)
+        return None, rows
 
-    monkeypatch.setattr(h.repository, "claim_candidates", a_pauses_after_reading)
+    monkeypatch.setattr(h.repository, "claim_first", a_pauses_after_reading)
     x = h.submit(steps=1, step_ms=0)
     a = threading.Thread(target=h.executor.execute, args=(x["id"],), name="worker-a")
     a.start()

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
 from memcastle_project.context import RequestContext
 from memcastle_project.errors import InputInvalid
+from memcastle_project.store import Statement, Store
 from palace.names import PathInvalid
 from palace.services import (
+    NOT_RUN,
     DrawerNameTaken,
     DrawerNotFound,
+    Filing,
     PalaceService,
     RoomNotFound,
     WingNotFound,
@@ -228,3 +232,81 @@ def test_reads_of_unknown_places_create_nothing(palace: PalaceService, ctx: Requ
     with pytest.raises(WingNotFound):
         palace.list_drawers(ctx, "ghost", "room")
     assert palace.list_wings(ctx) == {"wings": []}
+
+
+# Writes keep the rooms they resolved, and check them in the batch's one read.
+
+
+def filed(palace: PalaceService, ctx: RequestContext, room: str, content: str) -> dict:
+    drawer, _ = palace.file(ctx, "work", room, Filing(content=content))
+    return drawer
+
+
+def test_a_batch_into_rooms_written_before_reads_once_then_writes(
+    palace: PalaceService, ctx: RequestContext, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    filed(palace, ctx, "notes", "the first note makes the room")
+    queries: list[str] = []
+    query = store.query
+
+    def counted(sql: str, variables: Any = None) -> list[Any]:
+        queries.append(sql)
+        return query(sql, variables)
+
+    monkeypatch.setattr(store, "query", counted)
+    outcomes = palace.file_batch(
+        ctx, [("work", "notes", Filing(content=f"note {n}", name=f"n{n}")) for n in range(5)]
+    )
+    assert [outcome.created for outcome in outcomes] == [True] * 5
+    assert len(queries) == 2, "copy candidates, names and the room in one read; one write"
+
+
+def test_a_room_deleted_by_another_process_is_resolved_again(
+    palace: PalaceService, ctx: RequestContext, store: Store
+) -> None:
+    first = filed(palace, ctx, "notes", "a note in the first room")
+    # Another daemon on the same store deletes the room this service keeps.
+    store.query("DELETE type::record('room', $id)", {"id": first["room"]})
+
+    second = filed(palace, ctx, "notes", "a note after the room was deleted")
+
+    assert second["room"] != first["room"]
+    assert palace.show_room(ctx, "work", "notes")["id"] == second["room"]
+
+
+def test_then_commits_with_the_batch_and_returns_what_it_returned(
+    palace: PalaceService, ctx: RequestContext, store: Store
+) -> None:
+    store.query("CREATE type::record('marker', 'm') SET ran = false")
+    batch = palace.prepare_batch(ctx, [("work", "notes", Filing(content="a note"))])
+
+    outcomes, ran = palace.write_batch(
+        ctx, batch, Statement("UPDATE type::record('marker', 'm') SET ran = true;", {})
+    )
+
+    assert [outcome.created for outcome in outcomes] == [True]
+    assert ran == [{"id": "m", "ran": True}]
+
+
+def test_a_name_taken_after_the_batch_was_judged_is_filed_again_without_then(
+    palace: PalaceService, ctx: RequestContext, store: Store
+) -> None:
+    store.query("CREATE type::record('marker', 'm') SET ran = false")
+    batch = palace.prepare_batch(
+        ctx,
+        [
+            ("work", "notes", Filing(content="our plan", name="plan")),
+            ("work", "notes", Filing(content="another note")),
+        ],
+    )
+    # Another request takes the name meanwhile.
+    palace.file(ctx, "work", "notes", Filing(content="their plan", name="plan"))
+
+    outcomes, ran = palace.write_batch(
+        ctx, batch, Statement("UPDATE type::record('marker', 'm') SET ran = true;", {})
+    )
+
+    assert ran is NOT_RUN
+    assert isinstance(outcomes[0].error, DrawerNameTaken)
+    assert outcomes[1].created
+    assert store.one("SELECT VALUE ran FROM ONLY type::record('marker', 'm')") is False
