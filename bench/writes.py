@@ -26,7 +26,8 @@ run. It measures and reports; it is not a test, so it exits 0 whatever the figur
    fresh copy of the palace: submitted with `JobService` and run by `Executor.execute` on this
    thread (the handler, the service and the saves the daemon runs), with every store call timed
    by the repository method that made it, split into the engine's own time and the SDK's CBOR
-   decoding, and `dedup.judge` timed apart.
+   decoding, and `dedup.judge` timed apart; the store calls are counted too, each one round trip
+   to the engine (an exact count, where times vary with the machine's load).
 
 Daemons are stopped by their pid, on error too.
 """
@@ -96,6 +97,8 @@ INDEX_REBUILD_TIMEOUT = 1800.0
 MIX = (("exact", 0.10), ("normalized", 0.05), ("near", 0.10), ("new", 0.75))
 DIARY_SHARE = 0.2
 TERMINAL = ("completed", "failed", "cancelled")
+# How the in-process breakdown labels the time spent judging copies (not a store call).
+JUDGE = "dedup.judge (Python)"
 
 
 def _words(line: str) -> list[str]:
@@ -733,7 +736,7 @@ class Profiler:
             try:
                 return real_judge(*a, **kw)
             finally:
-                call = profiler.calls["dedup.judge (Python)"]
+                call = profiler.calls[JUDGE]
                 call.calls += 1
                 call.total += time.perf_counter() - start
 
@@ -768,6 +771,7 @@ def caller() -> str:
 class Breakdown:
     mode: str
     label: str
+    jobs: int
     items: int
     seconds: float
     calls: dict[str, Call]
@@ -775,6 +779,11 @@ class Breakdown:
     @property
     def ms_per_item(self) -> float:
         return self.seconds * 1000 / self.items
+
+    @property
+    def round_trips(self) -> int:
+        """Store calls, each one round trip to the engine (`dedup.judge` is not one)."""
+        return sum(call.calls for label, call in self.calls.items() if label != JUDGE)
 
 
 def profile_in_process(
@@ -801,19 +810,25 @@ def profile_in_process(
             for label, jobs in batches(args):
                 profiler.reset()
                 start = time.perf_counter()
+                ids = []
                 for job in jobs:
                     submitted = daemon.jobs.submit(
                         ctx, {"type": "checkpoint", "payload": {"items": job.items}}
                     )
                     daemon.executor.execute(submitted["id"])
-                    row = daemon.executor.repository.get(submitted["id"])
+                    ids.append(submitted["id"])
+                seconds = time.perf_counter() - start
+                items = sum(len(job.items) for job in jobs)
+                results.append(
+                    Breakdown(mode, label, len(jobs), items, seconds, dict(profiler.calls))
+                )
+                # Checked once timed, so that the check is not in the figures.
+                for job_id in ids:
+                    row = daemon.executor.repository.get(job_id)
                     if row is None or row["status"] != "completed":
                         raise RuntimeError(
                             f"in-process checkpoint job ended {row and row['status']}"
                         )
-                seconds = time.perf_counter() - start
-                items = sum(len(job.items) for job in jobs)
-                results.append(Breakdown(mode, label, items, seconds, dict(profiler.calls)))
                 print(f"  {label}: {per_sec(items / seconds)} items/s in-process", flush=True)
     finally:
         runtime.install(None)
@@ -949,6 +964,11 @@ def report_breakdown(breakdown: Breakdown) -> None:
     print(
         f"    {'everything else (service, handler, SDK)':<44} {'':>10} {rest * per:8.3f} "
         f"{rest / breakdown.seconds:6.0%}"
+    )
+    print(
+        f"    store round trips: {breakdown.round_trips / breakdown.jobs:.2f} a job, "
+        f"{breakdown.round_trips / breakdown.items:.3f} an item; "
+        f"{breakdown.seconds * 1000 / breakdown.jobs:.1f} ms a job"
     )
 
 
