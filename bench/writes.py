@@ -594,11 +594,6 @@ def daemon_env(mode: str, args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def search_ready(base_url: str) -> bool:
-    status = httpx.get(f"{base_url}/api/status", timeout=60).json()
-    return status["search"]["state"] == "ready"
-
-
 def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) -> DaemonRun:
     copy_palace(built, root)
     env = daemon_env(mode, args)
@@ -611,7 +606,7 @@ def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) ->
         # A palace filed straight into the store has no search indexes: the daemon rebuilds
         # them while it serves (about 40 s at 100,000 drawers), which the jobs must not share.
         wait_for(
-            lambda: search_ready(daemon.base_url),
+            daemon.search_ready,
             timeout=INDEX_REBUILD_TIMEOUT,
             what="the search indexes to be rebuilt",
         )
