@@ -724,9 +724,9 @@ class HeldFeed:
 
 
 def _left_behind(filled: SearchPalace, tmp_path: Path) -> dict[str, Any]:
-    """Drawers written after a copy of the indexes was taken, then that copy put back, as
-    after a bulk load while no daemon followed the store; the answers of indexes that kept
-    up."""
+    """Drawers written after a copy of the indexes was taken, then that copy put back (a
+    backup restored, a bulk load while no daemon followed the store); the answers of indexes
+    that kept up."""
     filled.close_indexes()
     backup = tmp_path / "behind"
     shutil.copytree(filled.directory, backup)
@@ -806,15 +806,7 @@ def test_a_stale_copy_of_the_whole_directory_catches_up(
 ) -> None:
     """Indexes from an earlier point (a backup, or a crash long after the last snapshot) are
     brought forward from their watermarks: same answers as indexes that never stopped."""
-    filled.close_indexes()
-    backup = tmp_path / "backup"
-    shutil.copytree(filled.directory, backup)
-    filled.reopen_indexes()
-    fill(filled, 200, 12)
-    before = answers(filled)
-    filled.close_indexes()
-    shutil.rmtree(filled.directory)
-    shutil.copytree(backup, filled.directory)
+    before = _left_behind(filled, tmp_path)
     filled.reopen_indexes()
     assert answers(filled) == before
 
