@@ -12,8 +12,9 @@ SurrealDB (`surrealkv://`, the palace's engine, opened by this process) holds th
 
 and the queries follow search.md: lexical is `@1@` (every word) and, when that finds nothing
 for two words or more, `@1,OR@` (any word), ranked by `search::score`; semantic is the KNN
-operator `<|k,ef|>` with `k = limit`, `ef = max(4k, 64)` and the scope and time in the same
-WHERE (the engine filters during the traversal); hybrid is `search::rrf` (k = 60) over a pool of
+operator `<|k,ef|>` with `k = limit`, `ef = max(4k, 64)` unless `ef` is given (a wider search
+finds more of the exact neighbours, slower), and the scope and time in the same WHERE (the
+engine filters during the traversal); hybrid is `search::rrf` (k = 60) over a pool of
 `max(2 limit, 20)` from each leg, the lexical one in OR mode. Each answer carries the drawers
 without their vectors, as the daemon's hits do.
 
@@ -212,9 +213,10 @@ def _scope(wing: str | None) -> str:
 class Native:
     """The comparison's palace, open; one method a ranking, each returning the hits' ids."""
 
-    def __init__(self, path: Path, limit: int) -> None:
+    def __init__(self, path: Path, limit: int, ef: int | None = None) -> None:
         self.db = connect(path)
         self.limit = limit
+        self.ef = ef
 
     def close(self) -> None:
         self.db.close()
@@ -239,7 +241,7 @@ class Native:
         hits = query(
             self.db,
             "SELECT *, vector::distance::knn() AS distance OMIT embedding FROM drawer "
-            f"WHERE {_scope(wing)} AND embedding <|{k},{max(4 * k, 64)}|> $v "
+            f"WHERE {_scope(wing)} AND embedding <|{k},{self._breadth(k)}|> $v "
             "ORDER BY distance, id LIMIT $limit",
             {"v": vector, "wing": wing, "t": at, "limit": k},
         )
@@ -252,7 +254,7 @@ class Native:
         hits = query(
             self.db,
             f"LET $sv = (SELECT id, vector::distance::knn() AS distance FROM drawer "
-            f"WHERE {_scope(wing)} AND embedding <|{pool},{max(4 * pool, 64)}|> $v "
+            f"WHERE {_scope(wing)} AND embedding <|{pool},{self._breadth(pool)}|> $v "
             "ORDER BY distance);"
             f"LET $sl = (SELECT id, search::score(1) AS score FROM drawer "
             f"WHERE content @1,OR@ $q AND {_scope(wing)} ORDER BY score DESC LIMIT {pool});"
@@ -262,6 +264,10 @@ class Native:
             {"v": vector, "q": text, "wing": wing, "t": at, "limit": self.limit},
         )
         return [hit["id"].id for hit in hits]
+
+    def _breadth(self, k: int) -> int:
+        """The HNSW search's `ef` for the `k` nearest."""
+        return self.ef if self.ef is not None else max(4 * k, 64)
 
     def ranking(
         self, name: str
