@@ -97,6 +97,7 @@ INDEX_REBUILD_TIMEOUT = 1800.0
 MIX = (("exact", 0.10), ("normalized", 0.05), ("near", 0.10), ("new", 0.75))
 DIARY_SHARE = 0.2
 TERMINAL = ("completed", "failed", "cancelled")
+DRAIN_POLL_SECS = 0.25
 # How the in-process breakdown labels the time spent judging copies (not a store call).
 JUDGE = "dedup.judge (Python)"
 
@@ -486,14 +487,43 @@ class Phase:
 
 @dataclass
 class Sustained:
-    """Small jobs submitted back to back, run while the next ones wait in the queue."""
+    """Small jobs run one after another: submitted back to back over HTTP, or queued before
+    the daemon started (`posting_secs` is then 0)."""
 
     label: str
     items: int
     jobs: int
     server_secs: float  # first started_at to last completed_at
     end_to_end_secs: float  # first POST sent to last completed_at
+    posting_secs: float  # first POST sent to last POST answered
+    queue_wait_secs: float  # median of started_at - created_at
     duplicates: int
+
+    @classmethod
+    def from_records(
+        cls,
+        label: str,
+        jobs: Sequence[Batch],
+        records: Sequence[dict[str, Any]],
+        *,
+        sent: float,
+        posting_secs: float,
+    ) -> Sustained:
+        first_started = min(parse_time(record["started_at"]) for record in records)
+        last_completed = max(parse_time(record["completed_at"]) for record in records)
+        return cls(
+            label=label,
+            items=sum(len(job.items) for job in jobs),
+            jobs=len(jobs),
+            server_secs=last_completed - first_started,
+            end_to_end_secs=last_completed - sent,
+            posting_secs=posting_secs,
+            queue_wait_secs=statistics.median(
+                parse_time(record["started_at"]) - parse_time(record["created_at"])
+                for record in records
+            ),
+            duplicates=sum(record["result"]["duplicates"] for record in records),
+        )
 
 
 @dataclass
@@ -501,7 +531,7 @@ class DaemonRun:
     mode: str
     start_secs: float
     phases: list[Phase]
-    sustained: Sustained
+    sustained: list[Sustained]
     links: dict[str, int]
     drawers_after: int
     log_problems: list[str]
@@ -548,7 +578,11 @@ def run_job(
 def run_queued(
     client: httpx.Client, events: EventListener, jobs: list[Batch], label: str, timeout: float
 ) -> Sustained:
-    """Submit every job, then wait for them all: throughput with work waiting."""
+    """Submit every job, then wait for them all: throughput while jobs keep arriving.
+
+    The job records are read once the last job has ended, so that reading them does not
+    compete with the jobs it times.
+    """
     sent = time.time()
     ids = [
         ok(
@@ -557,23 +591,66 @@ def run_queued(
         )["id"]
         for job in jobs
     ]
-    records = []
-    for job_id in ids:
-        status = wait_finished(events, job_id, timeout)
-        record = ok(client.get(f"/api/jobs/{job_id}"))
-        if status != "completed":
-            raise RuntimeError(f"checkpoint job {job_id} ended {status}: {record.get('error')}")
-        records.append(record)
-    first_started = min(parse_time(record["started_at"]) for record in records)
-    last_completed = max(parse_time(record["completed_at"]) for record in records)
-    return Sustained(
-        label=label,
-        items=sum(len(job.items) for job in jobs),
-        jobs=len(jobs),
-        server_secs=last_completed - first_started,
-        end_to_end_secs=last_completed - sent,
-        duplicates=sum(record["result"]["duplicates"] for record in records),
-    )
+    posting_secs = time.time() - sent
+    statuses = {job_id: wait_finished(events, job_id, timeout) for job_id in ids}
+    records = [ok(client.get(f"/api/jobs/{job_id}")) for job_id in ids]
+    for record in records:
+        if statuses[record["id"]] != "completed":
+            raise RuntimeError(
+                f"checkpoint job {record['id']} ended {record['status']}: {record.get('error')}"
+            )
+    return Sustained.from_records(label, jobs, records, sent=sent, posting_secs=posting_secs)
+
+
+def unfinished_jobs(client: httpx.Client) -> int:
+    """Jobs queued or running, from the status report: one light request, so that watching
+    (four times a second) does not compete with the jobs it times."""
+    jobs = ok(client.get("/api/status"))["jobs"]
+    return jobs["queued"] + jobs["running"]
+
+
+def run_drained(
+    root: Path, env: dict[str, str], args: argparse.Namespace
+) -> tuple[Sustained, list[str]]:
+    """Jobs queued while no daemon runs, then run by a daemon started on them: throughput with
+    work waiting in the queue and no submissions competing (the daemon dispatches the queued
+    jobs as it starts). The palace's search indexes were saved by the daemon stopped before."""
+    from memcastle_project import runtime
+    from palace import checkpoint  # noqa: F401 - registers the kind
+
+    jobs = [batch("drained", n, args.small_items, args) for n in range(args.drain_jobs)]
+    store = open_palace(root, env)
+    try:
+        queued = runtime.Runtime.build(load_config(env={**palace_env(root), **env}), store)
+        ctx = RequestContext.build(requested_by=REQUESTED_BY)
+        ids = [
+            queued.jobs.submit(ctx, {"type": "checkpoint", "payload": {"items": job.items}})["id"]
+            for job in jobs
+        ]
+    finally:
+        store.close()
+    daemon = Daemon(root, env=env)
+    print(f"  {args.small_items:,} items, queued before the daemon started: {len(ids)} jobs")
+    try:
+        sent = time.time()
+        daemon.start()
+        with httpx.Client(base_url=daemon.base_url, timeout=60) as client:
+            deadline = time.monotonic() + args.job_timeout
+            while unfinished_jobs(client):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the queued jobs did not end in {args.job_timeout:.0f} s")
+                time.sleep(DRAIN_POLL_SECS)
+            records = [ok(client.get(f"/api/jobs/{job_id}")) for job_id in ids]
+    finally:
+        stop(daemon)
+    for record in records:
+        if record["status"] != "completed":
+            raise RuntimeError(
+                f"checkpoint job {record['id']} ended {record['status']}: {record.get('error')}"
+            )
+    label = f"{args.small_items:,} items, queued before the daemon started"
+    drained = Sustained.from_records(label, jobs, records, sent=sent, posting_secs=0.0)
+    return drained, log_problems(daemon.log())
 
 
 def count_links(root: Path) -> tuple[dict[str, int], int]:
@@ -640,8 +717,17 @@ def run_daemon(mode: str, built: Built, root: Path, args: argparse.Namespace) ->
             events.close()
     finally:
         stop(daemon)
+    drained, drain_problems = run_drained(root, env, args)
     links, total = count_links(root)
-    return DaemonRun(mode, start_secs, phases, sustained, links, total, log_problems(daemon.log()))
+    return DaemonRun(
+        mode,
+        start_secs,
+        phases,
+        [sustained, drained],
+        links,
+        total,
+        log_problems(daemon.log()) + drain_problems,
+    )
 
 
 def stop(daemon: Daemon) -> None:
@@ -895,14 +981,20 @@ def report_daemon(run: DaemonRun) -> None:
             f"    duplicates reported by the jobs: {sum(j.duplicates for j in jobs):,} "
             f"(exact copies sent: {phase.kinds['exact']:,})"
         )
-    sustained = run.sustained
-    print(f"  {sustained.jobs} jobs of {sustained.label}")
-    print(
-        f"    items/s, server (first started_at to last completed_at): "
-        f"{per_sec(sustained.items / sustained.server_secs)}; end to end (first POST sent to "
-        f"last completed_at): {per_sec(sustained.items / sustained.end_to_end_secs)}"
-    )
-    print(f"    duplicates reported by the jobs: {sustained.duplicates:,}")
+    for sustained in run.sustained:
+        print(f"  {sustained.jobs} jobs of {sustained.label}")
+        print(
+            f"    items/s, server (first started_at to last completed_at): "
+            f"{per_sec(sustained.items / sustained.server_secs)}; queue wait median "
+            f"{sustained.queue_wait_secs * 1000:.0f} ms"
+        )
+        if sustained.posting_secs:
+            print(
+                f"    end to end (first POST sent to last completed_at): "
+                f"{per_sec(sustained.items / sustained.end_to_end_secs)}; posting took "
+                f"{sustained.posting_secs:.2f} s of the {sustained.end_to_end_secs:.2f} s"
+            )
+        print(f"    duplicates reported by the jobs: {sustained.duplicates:,}")
     print(
         f"  afterwards: {run.drawers_after:,} drawers; similar_to links by kind: "
         f"{dict(sorted(run.links.items())) or 'none'}"
@@ -924,8 +1016,10 @@ def verdict(runs: Sequence[DaemonRun]) -> None:
             for phase in run.phases
             if phase.label != "warm-up"
         ]
-        sustained = run.sustained
-        rates.append((sustained.label, sustained.items / sustained.server_secs))
+        rates += [
+            (sustained.label, sustained.items / sustained.server_secs)
+            for sustained in run.sustained
+        ]
         print(
             f"\nTarget: at least {TARGET_ITEMS_PER_SEC:,.0f} items/s with deduplication on "
             "(server side)"
@@ -1013,6 +1107,12 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--small-items", type=int, default=10, help="items of a small job (10)")
     parser.add_argument("--small-jobs", type=int, default=20, help="small jobs (20)")
+    parser.add_argument(
+        "--drain-jobs",
+        type=int,
+        default=200,
+        help="small jobs queued before a daemon starts, then run by it (200)",
+    )
     parser.add_argument("--large-items", type=int, default=1000, help="items of a large job (1000)")
     parser.add_argument("--large-jobs", type=int, default=2, help="large jobs (2)")
     parser.add_argument(
@@ -1052,8 +1152,8 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.drawers < SLOTS or args.small_items < 1 or args.large_items < 1:
         parser.error(f"--drawers must be at least {SLOTS}, job sizes positive")
-    if args.small_jobs < 1 or args.large_jobs < 1:
-        parser.error("--small-jobs and --large-jobs must be positive")
+    if args.small_jobs < 1 or args.large_jobs < 1 or args.drain_jobs < 1:
+        parser.error("--small-jobs, --large-jobs and --drain-jobs must be positive")
     return args
 
 
