@@ -119,18 +119,20 @@ class JobRepository:
     def claim_first(
         self, changes: Mapping[str, Any]
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        """Read the most urgent queued jobs and, in the same round trip, write `changes` to the
-        first one if it was never claimed (queued, no attempt, no requests, no lease: the state
-        `changes` were computed from), which most claims find. Returns the claimed row (None
-        when the first job was in another state, or none was queued) and the jobs as read.
-        Reading the queue, then claiming, took a round trip each: 0.2-0.3 ms more a claim."""
+        """Read the most urgent queued job and, in the same round trip, write `changes` to it
+        if it was never claimed (queued, no attempt, no requests, no lease: the state `changes`
+        were computed from), which most claims find. Returns the claimed row (None when the job
+        was in another state, or none was queued) and the job as read, in a list.
+        Reading the queue, then claiming, took a round trip each: 0.2-0.3 ms more a claim.
+        Only the first job is read: reading `CLAIM_CANDIDATES` took 1.38 ms against 0.82 with
+        400 checkpoint jobs queued; a claim that misses reads them with `claim_candidates`."""
         _, claimed, candidates = self.store.query(
             f"LET $queued = ({CANDIDATES});"
-            "UPDATE array::slice($queued.id, 0, 1) MERGE $changes WHERE status = 'queued' "
+            "UPDATE $queued.id MERGE $changes WHERE status = 'queued' "
             "AND (attempt ?? 0) = 0 AND started_at = NONE AND (pause_requested ?? false) = false "
             "AND (cancel_requested ?? false) = false AND lease_owner = NONE RETURN AFTER;"
             "RETURN $queued;",
-            {"n": CLAIM_CANDIDATES, "changes": dict(changes)},
+            {"n": 1, "changes": dict(changes)},
         )
         return (claimed[0] if claimed else None), candidates
 
