@@ -184,6 +184,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's EXCEPTION_HANDLER: every failure of a view becomes the error body."""
     error = route_not_found() if isinstance(exc, Http404) else _translate(exc)
     response = Response(error.body(), status=error.status)
+    if error.expected:
+        # Django's `log_response` skips a response marked as logged already.
+        response._has_been_logged = True
     if isinstance(exc, exceptions.MethodNotAllowed):
         view = context.get("view")
         if view is not None:

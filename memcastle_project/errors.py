@@ -14,6 +14,9 @@ class MemCastleError(Exception):
     status: int = 500
     code: str = "memcastle::server::failed"
     help: str = "retry the request; if it keeps failing, read the daemon log"
+    # A refusal that is part of normal operation (a search while the indexes are built at
+    # start-up): Django's request log does not report it as a server error.
+    expected: bool = False
 
     def __init__(
         self,

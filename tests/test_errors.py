@@ -6,10 +6,13 @@ import logging
 
 import pytest
 from django.core.exceptions import RequestDataTooBig
+from django.test import RequestFactory
+from django.utils.log import log_response
 from rest_framework import exceptions
 
 from memcastle_project.api import exception_handler
-from memcastle_project.errors import InputInvalid, MemCastleError
+from memcastle_project.errors import InputInvalid, MemCastleError, StoreFailed
+from palace.search.indexes import IndexesBuilding
 
 
 def test_an_unexpected_exception_is_a_generic_500(caplog: pytest.LogCaptureFixture) -> None:
@@ -56,3 +59,25 @@ def test_a_body_over_the_limit_is_a_413() -> None:
     response = exception_handler(RequestDataTooBig("too big"), {})
     assert response.status_code == 413
     assert response.data["code"] == "memcastle::input::too_large"
+
+
+def _request_log(exc: Exception, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """What Django's request log says of the response `exc` becomes."""
+    response = exception_handler(exc, {})
+    request = RequestFactory().get("/api/search")
+    with caplog.at_level(logging.INFO, logger="django.request"):
+        log_response("Service Unavailable: %s", request.path, response=response, request=request)
+    return [record for record in caplog.records if record.name == "django.request"]
+
+
+def test_a_search_refused_while_indexing_is_not_logged_as_a_server_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert _request_log(IndexesBuilding("the search indexes are being rebuilt"), caplog) == []
+
+
+def test_a_failing_datastore_is_still_logged_as_a_server_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    records = _request_log(StoreFailed("the datastore failed to answer", status=503), caplog)
+    assert [record.levelno for record in records] == [logging.ERROR]
