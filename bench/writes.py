@@ -21,7 +21,12 @@ run. It measures and reports; it is not a test, so it exits 0 whatever the figur
    from the job record (`completed_at - started_at`, the daemon's clock) and end to end (POST
    sent to `completed_at`, same host, same clock); the job's `completed` frame on
    `GET /api/events` says when to read the record. Jobs spread their items over the 20 rooms,
-   so every chunk of a job resolves many places.
+   so every chunk of a job resolves many places. Then, for sustained throughput,
+   `--small-jobs` more small jobs are submitted back to back by one client (every POST, then
+   the wait; the records are read once the last job has ended), and `--drain-jobs` (200) are
+   queued in this process while no daemon runs and run by a daemon started on them: work waiting
+   in the queue, with no submissions competing. Both are timed from the first `started_at` to
+   the last `completed_at`.
 3. **Where the time goes.** With no daemon running, the same jobs are run in this process on a
    fresh copy of the palace: submitted with `JobService` and run by `Executor.execute` on this
    thread (the handler, the service and the saves the daemon runs), with every store call timed
@@ -991,8 +996,9 @@ def report_daemon(run: DaemonRun) -> None:
         if sustained.posting_secs:
             print(
                 f"    end to end (first POST sent to last completed_at): "
-                f"{per_sec(sustained.items / sustained.end_to_end_secs)}; posting took "
-                f"{sustained.posting_secs:.2f} s of the {sustained.end_to_end_secs:.2f} s"
+                f"{per_sec(sustained.items / sustained.end_to_end_secs)}; the last POST was "
+                f"answered {sustained.posting_secs:.2f} s after the first was sent, the last "
+                f"job ended {sustained.end_to_end_secs:.2f} s after"
             )
         print(f"    duplicates reported by the jobs: {sustained.duplicates:,}")
     print(
