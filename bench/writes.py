@@ -514,6 +514,12 @@ class Sustained:
         sent: float,
         posting_secs: float,
     ) -> Sustained:
+        """Raises if a job did not complete: its figures would mean nothing."""
+        for record in records:
+            if record["status"] != "completed":
+                raise RuntimeError(
+                    f"checkpoint job {record['id']} ended {record['status']}: {record.get('error')}"
+                )
         first_started = min(parse_time(record["started_at"]) for record in records)
         last_completed = max(parse_time(record["completed_at"]) for record in records)
         return cls(
@@ -597,13 +603,9 @@ def run_queued(
         for job in jobs
     ]
     posting_secs = time.time() - sent
-    statuses = {job_id: wait_finished(events, job_id, timeout) for job_id in ids}
+    for job_id in ids:
+        wait_finished(events, job_id, timeout)
     records = [ok(client.get(f"/api/jobs/{job_id}")) for job_id in ids]
-    for record in records:
-        if statuses[record["id"]] != "completed":
-            raise RuntimeError(
-                f"checkpoint job {record['id']} ended {record['status']}: {record.get('error')}"
-            )
     return Sustained.from_records(label, jobs, records, sent=sent, posting_secs=posting_secs)
 
 
@@ -648,11 +650,6 @@ def run_drained(
             records = [ok(client.get(f"/api/jobs/{job_id}")) for job_id in ids]
     finally:
         stop(daemon)
-    for record in records:
-        if record["status"] != "completed":
-            raise RuntimeError(
-                f"checkpoint job {record['id']} ended {record['status']}: {record.get('error')}"
-            )
     label = f"{args.small_items:,} items, queued before the daemon started"
     drained = Sustained.from_records(label, jobs, records, sent=sent, posting_secs=0.0)
     return drained, log_problems(daemon.log())
