@@ -149,7 +149,7 @@ class _Job:
 
 
 def _file(store: Any, texts: list[str]) -> None:
-    from memcastle_project.context import RequestContext
+    from kernel.context import RequestContext
     from palace.repository import PalaceRepository
     from palace.services import Filing, PalaceService
 
@@ -182,10 +182,10 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
     from graph.providers import INPUT_CHARS
     from graph.repository import GraphRepository
     from graph.services import GraphService
+    from kernel.config import ExtractionConfig, load_config
+    from kernel.events import EventBus
+    from kernel.store import Store
     from memcastle_project import runtime
-    from memcastle_project.config import ExtractionConfig, load_config
-    from memcastle_project.events import EventBus
-    from memcastle_project.store import Store
     from palace.repository import PalaceRepository
     from palace.services import PalaceService
 

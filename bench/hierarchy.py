@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-from memcastle_project.config import load_config  # noqa: E402
-from memcastle_project.context import RequestContext  # noqa: E402
-from memcastle_project.store import Store  # noqa: E402
+from kernel.config import load_config  # noqa: E402
+from kernel.context import RequestContext  # noqa: E402
+from kernel.store import Store  # noqa: E402
 from palace import drawers, services  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402

@@ -79,9 +79,9 @@ from bench.writes import (  # noqa: E402
     stop,
     wait_finished,
 )
-from memcastle_project.config import MiningConfig, load_config  # noqa: E402
-from memcastle_project.context import RequestContext  # noqa: E402
-from memcastle_project.store import Store  # noqa: E402
+from kernel.config import MiningConfig, load_config  # noqa: E402
+from kernel.context import RequestContext  # noqa: E402
+from kernel.store import Store  # noqa: E402
 from sources import chunking  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from kernel.profiles import LOCAL_MODEL, LOCAL_PIPELINE
 from palace.embeddings import local
-from palace.embeddings.profiles import LOCAL_MODEL, LOCAL_PIPELINE
 from palace.embeddings.providers import LocalProvider
 
 

@@ -67,10 +67,10 @@ import httpx  # noqa: E402
 
 from bench.hierarchy import directory_size, machine  # noqa: E402
 from bench.jobs import EventListener, cpu_seconds, ok, parse_time, quantile  # noqa: E402
-from memcastle_project.clock import off_whole_second, utc_now  # noqa: E402
-from memcastle_project.config import load_config  # noqa: E402
-from memcastle_project.context import RequestContext  # noqa: E402
-from memcastle_project.store import Store, bundled_migrations  # noqa: E402
+from kernel.clock import off_whole_second, utc_now  # noqa: E402
+from kernel.config import load_config  # noqa: E402
+from kernel.context import RequestContext  # noqa: E402
+from kernel.store import Store, bundled_migrations  # noqa: E402
 from palace import drawers, services  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402

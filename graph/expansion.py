@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from surrealdb import RecordID
 
-from memcastle_project.store import Store
+from kernel.store import Store
 from palace.search.scope import OPEN, Scope
 from palace.services import drawer_view
 

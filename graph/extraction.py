@@ -37,13 +37,13 @@ from graph.providers import ExtractNotConfigured, Item
 from jobs import kinds, sweeper
 from jobs.run import JobRun
 from jobs.states import Priority
+from kernel.clock import utc_now
+from kernel.config import ExtractionConfig
+from kernel.errors import InputInvalid, MemCastleError
+from kernel.events import Event, EventBus
+from kernel.logs import fields
+from kernel.store import Store
 from memcastle_project import runtime
-from memcastle_project.clock import utc_now
-from memcastle_project.config import ExtractionConfig
-from memcastle_project.errors import InputInvalid, MemCastleError
-from memcastle_project.events import Event, EventBus
-from memcastle_project.logs import fields
-from memcastle_project.store import Store
 from palace.repository import CURRENT
 from palace.services import WingNotFound
 

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graph import heuristic
-from memcastle_project.commands import run_json
-from memcastle_project.config import ExtractionConfig
-from memcastle_project.errors import MemCastleError
-from memcastle_project.logs import fields
+from kernel.config import ExtractionConfig
+from kernel.errors import MemCastleError
+from kernel.logs import fields
+from kernel.providers import run_json
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """SurrealQL for the knowledge graph. The only module of the graph that talks to the store.
 
-Rows come back plain (`memcastle_project.store.plain`): a record id is its key, so an edge's `in`
+Rows come back plain (`kernel.store.plain`): a record id is its key, so an edge's `in`
 and `out` are entity ids and a relationship's `id` is its UUID. Every write a job can replay
 goes to a derived id and is create-if-absent (`INSERT ... IGNORE`), so a replay writes nothing
 twice and never moves an instant.
@@ -16,7 +16,7 @@ from typing import Any
 
 from surrealdb import RecordID
 
-from memcastle_project.store import Store
+from kernel.store import Store
 from palace.repository import DRAWER_LISTING_FIELDS
 
 # The derivation strings are persisted: changing one needs a data migration.

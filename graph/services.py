@@ -21,12 +21,12 @@ from typing import Any
 
 from graph import lifecycle, resolution
 from graph.repository import GraphRepository, derived_id
-from memcastle_project.clock import utc_now
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, NotFound, StoreFailed
-from memcastle_project.events import EventBus
-from memcastle_project.store import UniqueViolation
-from memcastle_project.validation import (
+from kernel.clock import utc_now
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, NotFound, StoreFailed
+from kernel.events import EventBus
+from kernel.store import UniqueViolation
+from kernel.validation import (
     body_object,
     is_uuid,
     parse_instant,

@@ -16,7 +16,7 @@ from jobs import kinds
 from jobs.replay import unit_id
 from jobs.run import JobRun
 from jobs.states import Priority
-from memcastle_project.errors import InputInvalid, MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 
 FIELDS = ("steps", "step_ms", "fail_at_step")
 MAX_STEPS = 100_000

@@ -21,12 +21,12 @@ from jobs import kinds
 from jobs.repository import JobRepository
 from jobs.run import JobRun, JobStopped, LeaseLost
 from jobs.states import Status, transition
-from memcastle_project.clock import utc_now
-from memcastle_project.config import JobsConfig
-from memcastle_project.errors import MemCastleError
-from memcastle_project.events import EventBus
-from memcastle_project.logs import fields
-from memcastle_project.store import Statement, Store
+from kernel.clock import utc_now
+from kernel.config import JobsConfig
+from kernel.errors import MemCastleError
+from kernel.events import EventBus
+from kernel.logs import fields
+from kernel.store import Statement, Store
 
 logger = logging.getLogger(__name__)
 

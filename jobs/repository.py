@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from memcastle_project.store import Statement, Store
+from kernel.store import Statement, Store
 
 # How many of the most urgent queued jobs a claim tries before reading the queue again.
 CLAIM_CANDIDATES = 8

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from memcastle_project.errors import MemCastleError
-from memcastle_project.store import Statement, Store
+from kernel.errors import MemCastleError
+from kernel.store import Statement, Store
 
 # How often a run waiting for another's lock checks for a pause or cancel.
 WAIT_SLICE_SECS = 0.25

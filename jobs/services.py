@@ -17,11 +17,11 @@ from jobs import kinds
 from jobs.executor import MAX_ATTEMPTS, Executor
 from jobs.repository import JobRepository
 from jobs.states import Status, transition
-from memcastle_project.clock import utc_now
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import Conflict, InputInvalid, NotFound
-from memcastle_project.logs import fields
-from memcastle_project.validation import body_object, is_uuid, parse_limit, parse_offset
+from kernel.clock import utc_now
+from kernel.context import RequestContext
+from kernel.errors import Conflict, InputInvalid, NotFound
+from kernel.logs import fields
+from kernel.validation import body_object, is_uuid, parse_limit, parse_offset
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle_project.errors import MemCastleError
+from kernel.errors import MemCastleError
 
 
 class Status(enum.StrEnum):

@@ -16,10 +16,10 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import MemCastleError
-from memcastle_project.events import Event, EventBus
-from memcastle_project.logs import fields
+from kernel.context import RequestContext
+from kernel.errors import MemCastleError
+from kernel.events import Event, EventBus
+from kernel.logs import fields
 
 if TYPE_CHECKING:
     from jobs.services import JobService

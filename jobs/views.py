@@ -9,14 +9,14 @@ from rest_framework.response import Response
 
 from jobs.services import ACTIONS, JobService
 from jobs.states import Status
-from memcastle_project import runtime
-from memcastle_project.api import (
+from kernel.rest import (
     MODE_PARAMETER,
     MemCastleView,
     errors,
     refuse_body_fields,
     request_context,
 )
+from memcastle_project import runtime
 
 JOB = inline_serializer(
     "Job",

@@ -19,12 +19,12 @@ from celery import Celery
 
 from graph import extraction
 from jobs.executor import Executor
+from kernel.config import Config
+from kernel.errors import ConfigInvalid, MemCastleError
+from kernel.logs import configure_logging, fields
+from kernel.store import Store
 from memcastle_project import runtime
-from memcastle_project.config import Config
-from memcastle_project.errors import ConfigInvalid, MemCastleError
-from memcastle_project.logs import configure_logging, fields
 from memcastle_project.runtime import Runtime
-from memcastle_project.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ import logging
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from kernel.asgi import Receive, Scope, Send, send_error
+from kernel.errors import MAX_BODY_BYTES, BodyTooLarge, MemCastleError
 from mcp_bridge.server import build_server
-from memcastle_project.errors import MAX_BODY_BYTES, BodyTooLarge, MemCastleError
-from memcastle_project.gate import Receive, Scope, Send, send_error
 
 logger = logging.getLogger(__name__)
 

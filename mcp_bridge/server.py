@@ -20,10 +20,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import METHOD_NOT_FOUND
 from rest_framework.utils.encoders import JSONEncoder
 
+from kernel import __version__
+from kernel.context import Mode, RequestContext
+from kernel.errors import InputInvalid, MemCastleError, ServerFailed
 from mcp_bridge.tools import BY_NAME, MODE_KEY, TOOLS, Call, Tool
-from memcastle_project import __version__
-from memcastle_project.context import Mode, RequestContext
-from memcastle_project.errors import InputInvalid, MemCastleError, ServerFailed
 
 logger = logging.getLogger(__name__)
 

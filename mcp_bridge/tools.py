@@ -13,11 +13,11 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from kernel.context import Mode, RequestContext
+from kernel.errors import InputInvalid
 from mcp_bridge import schemas
 from mcp_bridge.schemas import JOB_ID, Schema, boolean, integer, string
 from memcastle_project import runtime, system
-from memcastle_project.context import Mode, RequestContext
-from memcastle_project.errors import InputInvalid
 from palace.search import query as search_query
 
 # Where a session keeps its mode (see `server.session_state`).

@@ -1,7 +1,2 @@
-"""MemCastle: a memory daemon for AI agents.
-
-This package holds what the apps share: settings, the ASGI application, configuration loading,
-the store, the memory-mode context, errors and the daemon's runtime.
-"""
-
-__version__ = "0.1.0"
+"""The Django project on top of the apps: settings, URLs, the ASGI application, serving, the
+composition root that builds the services, and the `memcastle` command line's shared plumbing."""

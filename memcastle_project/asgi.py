@@ -20,8 +20,9 @@ from django.db import close_old_connections, reset_queries
 from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
+from kernel.asgi import Receive, Scope, Send
 from mcp_bridge.endpoint import McpEndpoint
-from memcastle_project.gate import Receive, Scope, Send, TokenGate
+from memcastle_project.gate import TokenGate
 
 # The event stream's view is async and streams for as long as the client listens: it keeps
 # Django's own async path, which does not hold the sync thread.

@@ -14,9 +14,9 @@ import logging
 import secrets
 from typing import Any
 
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import MemCastleError
-from memcastle_project.store import Store
+from kernel.context import RequestContext
+from kernel.errors import MemCastleError
+from kernel.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -46,7 +46,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
     argv = normalize(sys.argv[1:])
     if argv[:1] == ["--version"]:
-        from memcastle_project import __version__
+        from kernel import __version__
 
         sys.stdout.write(f"memcastle {__version__}\n")
         return

@@ -7,17 +7,10 @@ The gate wraps the whole ASGI application, so REST, `/mcp` and unknown paths sha
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
-from typing import Any
 
+from kernel.asgi import ASGIApp, Receive, Scope, Send, send_error
+from kernel.errors import Unauthorized
 from memcastle_project import runtime
-from memcastle_project.errors import MemCastleError, Unauthorized
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def _is_open(scope: Scope, web_enabled: bool) -> bool:
@@ -26,22 +19,6 @@ def _is_open(scope: Scope, web_enabled: bool) -> bool:
     if method == "GET" and path == "/api/health":
         return True
     return web_enabled and method in ("GET", "HEAD") and (path == "/ui" or path.startswith("/ui/"))
-
-
-async def send_error(send: Send, error: MemCastleError, headers: list | None = None) -> None:
-    body = json.dumps(error.body()).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *(headers or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 class TokenGate:

@@ -8,8 +8,8 @@ import json
 import logging
 import os
 
-from memcastle_project import __version__
-from memcastle_project.config import Config, state_dir
+from kernel import __version__
+from kernel.config import Config, state_dir
 
 logger = logging.getLogger(__name__)
 

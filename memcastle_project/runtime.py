@@ -15,11 +15,11 @@ from graph.repository import GraphRepository
 from graph.services import GraphService
 from jobs.executor import Executor
 from jobs.services import JobService
+from kernel.config import Config
+from kernel.errors import ServerFailed
+from kernel.events import EventBus
+from kernel.store import Store
 from memcastle_project.auth import TokenService
-from memcastle_project.config import Config
-from memcastle_project.errors import ServerFailed
-from memcastle_project.events import EventBus
-from memcastle_project.store import Store
 from palace.embeddings.service import EmbeddingService
 from palace.journal import JournalService
 from palace.repository import PalaceRepository

@@ -23,12 +23,13 @@ from twisted.internet import tcp
 
 from graph import extraction
 from jobs.worker import JobWorker
-from memcastle_project import __version__, runtime
-from memcastle_project.config import Config
-from memcastle_project.errors import MemCastleError
-from memcastle_project.logs import configure_logging
+from kernel import __version__
+from kernel.config import Config
+from kernel.errors import MemCastleError
+from kernel.logs import configure_logging
+from kernel.store import Store
+from memcastle_project import runtime
 from memcastle_project.registry import RegistryFile
-from memcastle_project.store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Django settings. MemCastle keeps everything in SurrealDB, so there is no Django database.
 
 Runtime configuration (palace path, address, auth...) is not read here: `memcastle serve` loads
-it with `memcastle_project.config` and installs the runtime (see `memcastle_project.runtime`).
+it with `kernel.config` and installs the runtime (see `memcastle_project.runtime`).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import secrets
 
-from memcastle_project import __version__
-from memcastle_project.errors import MAX_BODY_BYTES
+from kernel import __version__
+from kernel.errors import MAX_BODY_BYTES
 
 # Sessions, CSRF and signed cookies are not used; the key only has to exist.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50)
@@ -47,7 +47,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "memcastle_project.api.exception_handler",
+    "EXCEPTION_HANDLER": "kernel.rest.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
@@ -66,5 +66,5 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# Logging is configured by `memcastle_project.logs` when the daemon starts.
+# Logging is configured by `kernel.logs` when the daemon starts.
 LOGGING_CONFIG = None

@@ -14,11 +14,11 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 
+from kernel.context import MODE_HEADER, RequestContext
+from kernel.errors import MemCastleError
+from kernel.events import Subscription
+from kernel.rest import method_not_allowed
 from memcastle_project import runtime
-from memcastle_project.api import method_not_allowed
-from memcastle_project.context import MODE_HEADER, RequestContext
-from memcastle_project.errors import MemCastleError
-from memcastle_project.events import Subscription
 
 
 def frame(kind: str, data: dict[str, Any]) -> bytes:

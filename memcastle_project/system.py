@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from memcastle_project import __version__
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import MemCastleError
+from kernel import __version__
+from kernel.context import RequestContext
+from kernel.errors import MemCastleError
 from memcastle_project.runtime import Runtime
 
 

@@ -62,6 +62,6 @@ urlpatterns = [
     re_path(r"^ui(?:/(?P<path>.*))?$", views.dashboard),
 ]
 
-handler400 = "memcastle_project.api.handler400"
-handler404 = "memcastle_project.api.handler404"
-handler500 = "memcastle_project.api.handler500"
+handler400 = "kernel.rest.handler400"
+handler404 = "kernel.rest.handler404"
+handler500 = "kernel.rest.handler500"

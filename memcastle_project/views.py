@@ -8,8 +8,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memcastle_project import runtime, system
-from memcastle_project.api import (
+from kernel.rest import (
     MemCastleView,
     administrative_context,
     errors,
@@ -17,6 +16,7 @@ from memcastle_project.api import (
     refuse_body_fields,
     request_context,
 )
+from memcastle_project import runtime, system
 
 
 class HealthView(MemCastleView):

@@ -19,9 +19,9 @@ from jobs import kinds
 from jobs.replay import unit_id
 from jobs.run import JobRun
 from jobs.states import Priority
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, NotFound
 from memcastle_project import runtime
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, NotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.services import NOT_RUN, Filed, Filing
 

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 
 SOURCE_KINDS = ("file", "manual", "transcript", "note", "other")
 PREVIEW_CHARS = 120

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid
-from memcastle_project.validation import body_object, optional_text, parse_limit, string_list
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid
+from kernel.validation import body_object, optional_text, parse_limit, string_list
 from palace import drawers
 from palace.services import (
     Filing,

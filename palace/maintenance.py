@@ -16,9 +16,9 @@ from typing import Any
 from jobs import kinds
 from jobs.run import JobRun
 from jobs.states import Priority, Status
+from kernel.errors import InputInvalid
+from kernel.validation import is_uuid
 from memcastle_project import runtime
-from memcastle_project.errors import InputInvalid
-from memcastle_project.validation import is_uuid
 
 # The most ids a report lists; the counts are always whole.
 LISTED = 1000

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import unicodedata
 
-from memcastle_project.errors import MemCastleError
-from memcastle_project.validation import is_uuid
+from kernel.errors import MemCastleError
+from kernel.validation import is_uuid
 
 MAX_NAME_LENGTH = 512
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from surrealdb import RecordID
 
-from memcastle_project.errors import StoreFailed
-from memcastle_project.store import Statement, Store, UniqueViolation
+from kernel.errors import StoreFailed
+from kernel.store import Statement, Store, UniqueViolation
 from palace import dedup
 
 WING_FIELDS = "id, name, description, created_at"

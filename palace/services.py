@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs import kinds
-from memcastle_project.clock import utc_now
-from memcastle_project.config import DedupConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import Conflict, InputInvalid, MemCastleError, NotFound
-from memcastle_project.events import EventBus
-from memcastle_project.store import Statement, UniqueViolation
-from memcastle_project.validation import (
+from kernel.clock import utc_now
+from kernel.config import DedupConfig
+from kernel.context import RequestContext
+from kernel.errors import Conflict, InputInvalid, MemCastleError, NotFound
+from kernel.events import EventBus
+from kernel.store import Statement, UniqueViolation
+from kernel.validation import (
     body_object,
     is_uuid,
     optional_text,

@@ -8,14 +8,14 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memcastle_project import runtime
-from memcastle_project.api import (
+from kernel.rest import (
     MODE_PARAMETER,
     MemCastleView,
     created_response,
     errors,
     request_context,
 )
+from memcastle_project import runtime
 
 NAMED_BODY = inline_serializer(
     "NamedBody",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memcastle_project.errors import InputInvalid, MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import NotFound
+from kernel.context import RequestContext
+from kernel.errors import NotFound
 
 
 class ConfiguredSection:

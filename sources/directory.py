@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 from sources.adapters import (
     Candidate,
     CanonicalDocument,

@@ -25,10 +25,10 @@ from jobs import kinds
 from jobs.replay import unit_id
 from jobs.run import JobRun
 from jobs.states import Priority
+from kernel.clock import utc_now
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid
 from memcastle_project import runtime
-from memcastle_project.clock import utc_now
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.services import DrawerSuperseded, Filing, PalaceService, WingNotFound
 from sources import chunking, registry

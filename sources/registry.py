@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memcastle_project.config import MiningConfig
-from memcastle_project.errors import InputInvalid
+from kernel.config import MiningConfig
+from kernel.errors import InputInvalid
 from sources.adapters import Adapter
 from sources.directory import DirectoryAdapter
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from surrealdb import RecordID
 
-from memcastle_project.store import Store
+from kernel.store import Store
 
 SOURCE_FIELDS = (
     "record::id(id) AS id, source, account, locator, cursor, last_job, last_run_at, "

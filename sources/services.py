@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcastle_project.config import MiningConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.store import Store
+from kernel.config import MiningConfig
+from kernel.context import RequestContext
+from kernel.store import Store
 from sources import registry
 from sources.adapters import describe
 from sources.repository import SourceRepository

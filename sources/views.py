@@ -7,8 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context
 from memcastle_project import runtime
-from memcastle_project.api import MODE_PARAMETER, MemCastleView, errors, request_context
 
 ADAPTER = inline_serializer(
     "SourceAdapter",

@@ -13,8 +13,8 @@ import pytest
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 django.setup()
 
-from memcastle_project.context import RequestContext  # noqa: E402
-from memcastle_project.store import Store  # noqa: E402
+from kernel.context import RequestContext  # noqa: E402
+from kernel.store import Store  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402

@@ -2,7 +2,7 @@
 tests that need the real store and real indexes but not HTTP.
 
 The clock is the tests' own, so validity instants (creation, supersession, "now") are exact and
-distinct; instants are kept off whole seconds as the daemon's are (`memcastle_project.clock`).
+distinct; instants are kept off whole seconds as the daemon's are (`kernel.clock`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from memcastle_project.config import EmbeddingsConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.store import Store
-from palace.embeddings.profiles import Profile, parse_profile
+from kernel.config import EmbeddingsConfig
+from kernel.context import RequestContext
+from kernel.profiles import Profile, parse_profile
+from kernel.store import Store
 from palace.embeddings.service import EmbeddingService
 from palace.repository import PalaceRepository
 from palace.search.indexes import SearchIndexes

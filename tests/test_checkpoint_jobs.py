@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from jobs.replay import unit_id
-from memcastle_project.store import Store
+from kernel.store import Store
 from tests.daemon import Daemon
 
 ERROR_KEYS = {"error", "code", "help"}

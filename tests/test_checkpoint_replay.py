@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from kernel.config import load_config
+from kernel.context import RequestContext
+from kernel.errors import StoreFailed
+from kernel.store import Store
 from memcastle_project import runtime
-from memcastle_project.config import load_config
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import StoreFailed
-from memcastle_project.store import Store
 from palace import checkpoint
 from palace.services import Filing
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memcastle_project.config import Config, load_config
-from memcastle_project.errors import ConfigInvalid, MemCastleError
+from kernel.config import Config, load_config
+from kernel.errors import ConfigInvalid, MemCastleError
 from tests.daemon import Daemon
 
 TOKEN = "0123456789abcdef-secret"

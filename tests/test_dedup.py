@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memcastle_project.config import DedupConfig, load_config
-from memcastle_project.errors import ConfigInvalid
+from kernel.config import DedupConfig, load_config
+from kernel.errors import ConfigInvalid
 from palace import dedup, drawers
 
 # Deterministic and quick: the same examples every run, and no example database on disk.

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 from sources.adapters import Candidate, CursorInvalid, RawDocument, check_options, describe
 from sources.directory import SKIPPED_DIRECTORIES, DirectoryAdapter, parse_since
 

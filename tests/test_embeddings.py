@@ -28,25 +28,26 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from memcastle_project import commands, runtime
-from memcastle_project.config import EmbeddingsConfig, load_config
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import (
+from kernel.config import EmbeddingsConfig, load_config
+from kernel.context import RequestContext
+from kernel.errors import (
     ConfigInvalid,
     EmbedFailed,
     EmbedNotConfigured,
     InputInvalid,
     ModeForbidden,
 )
-from memcastle_project.store import Store
-from palace.embeddings import local, providers
-from palace.embeddings.job import Sweeper
-from palace.embeddings.profiles import (
+from kernel.profiles import (
     BUILTIN_LOCAL,
     INPUT_CHARS,
     LOCAL_PIPELINE,
     Profile,
 )
+from kernel.providers import child_environment
+from kernel.store import Store
+from memcastle_project import runtime
+from palace.embeddings import local, providers
+from palace.embeddings.job import Sweeper
 from palace.embeddings.service import EmbeddingService
 from palace.services import DrawerNotFound, Filing
 from tests.daemon import wait_for
@@ -1111,7 +1112,7 @@ def test_no_sweeps_without_a_default_profile_that_can_embed(store: Store, tmp_pa
 def test_child_environment_drops_every_memcastle_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMCASTLE_ANYTHING", "x")
     monkeypatch.setenv("NOT_MEMCASTLE_X", "y")
-    env = commands.child_environment()
+    env = child_environment()
     assert not [key for key in env if key.startswith("MEMCASTLE_")]
     assert env["NOT_MEMCASTLE_X"] == "y"
     assert env.get("PATH") == os.environ.get("PATH")

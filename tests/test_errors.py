@@ -10,8 +10,8 @@ from django.test import RequestFactory
 from django.utils.log import log_response
 from rest_framework import exceptions
 
-from memcastle_project.api import exception_handler
-from memcastle_project.errors import InputInvalid, MemCastleError, StoreFailed
+from kernel.errors import InputInvalid, MemCastleError, StoreFailed
+from kernel.rest import exception_handler
 from palace.search.indexes import IndexesBuilding
 
 

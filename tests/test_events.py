@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memcastle_project.events import RESYNC, Event, EventBus
+from kernel.events import RESYNC, Event, EventBus
 from memcastle_project.serving import SHUTDOWN_GRACE_SECS
 from tests.daemon import Daemon
 

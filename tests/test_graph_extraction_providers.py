@@ -35,8 +35,8 @@ from graph.providers import (
     for_config,
     normalise,
 )
-from memcastle_project.config import ExtractionConfig, load_config
-from memcastle_project.errors import ConfigInvalid
+from kernel.config import ExtractionConfig, load_config
+from kernel.errors import ConfigInvalid
 
 LIMITS = {"min_confidence": 0.3, "max_entities": 32, "max_relations": 64}
 

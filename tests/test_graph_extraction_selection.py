@@ -23,12 +23,12 @@ from surrealdb import RecordID
 from graph import extraction
 from graph.providers import ExtractFailed, ExtractNotConfigured, Item
 from jobs.run import JobRun
+from kernel.config import ExtractionConfig
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid
+from kernel.events import Event
+from kernel.store import Store
 from memcastle_project import runtime
-from memcastle_project.config import ExtractionConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid
-from memcastle_project.events import Event
-from memcastle_project.store import Store
 from palace.services import Filing, PalaceService, WingNotFound
 
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)

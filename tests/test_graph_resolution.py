@@ -11,9 +11,9 @@ import pytest
 from graph import resolution
 from graph.repository import GraphRepository
 from graph.services import EmptyLabel, GraphService
-from memcastle_project.errors import InputInvalid
-from memcastle_project.events import EventBus
-from memcastle_project.store import Store
+from kernel.errors import InputInvalid
+from kernel.events import EventBus
+from kernel.store import Store
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_spellings_converge_and_are_recorded_as_aliases(graph: GraphService, sto
 
 
 def ctx_full():
-    from memcastle_project.context import RequestContext
+    from kernel.context import RequestContext
 
     return RequestContext.build()
 

@@ -18,9 +18,9 @@ from graph.services import (
     RelationshipNotFound,
     check_fact_labels,
 )
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, ModeForbidden
-from memcastle_project.store import Store
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, ModeForbidden
+from kernel.store import Store
 from palace.repository import PalaceRepository
 from palace.services import DrawerNotFound, Filing, PalaceService
 
@@ -657,7 +657,7 @@ def test_graph_writes_are_announced_by_entity_id_only(
 ) -> None:
     import asyncio
 
-    from memcastle_project.events import EventBus
+    from kernel.events import EventBus
 
     events = EventBus()
     graph = GraphService(GraphRepository(store), events, clock=clock)

@@ -25,11 +25,11 @@ from jobs.executor import Executor
 from jobs.run import JobRun, LeaseLost
 from jobs.services import JobContended, JobIdInvalid, JobNotFound, JobOrphaned, JobService
 from jobs.states import Priority, TransitionInvalid
-from memcastle_project.config import JobsConfig, load_config
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import ConfigInvalid, InputInvalid, MemCastleError, ModeForbidden
-from memcastle_project.events import EventBus
-from memcastle_project.store import Store
+from kernel.config import JobsConfig, load_config
+from kernel.context import RequestContext
+from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError, ModeForbidden
+from kernel.events import EventBus
+from kernel.store import Store
 
 CONFIG = JobsConfig(max_concurrency=4, drain_timeout_secs=10, lease_ttl_secs=30, broker_url=None)
 TTL = dt.timedelta(seconds=CONFIG.lease_ttl_secs)
@@ -42,7 +42,7 @@ class Clock:
     """Fake UTC time: every reading is a millisecond after the previous one."""
 
     def __init__(self) -> None:
-        # Never on a whole second, like the daemon's clock (memcastle_project.clock).
+        # Never on a whole second, like the daemon's clock (kernel.clock).
         self.now = dt.datetime(2030, 1, 1, 12, 0, 0, 500, tzinfo=dt.UTC)
         self.last = self.now
         self._lock = threading.Lock()

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from memcastle_project.context import Mode, RequestContext
-from memcastle_project.errors import InputInvalid, ModeForbidden
+from kernel.context import Mode, RequestContext
+from kernel.errors import InputInvalid, ModeForbidden
 from palace.repository import PalaceRepository
 from palace.services import PalaceService
 from tests.daemon import Daemon

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from memcastle_project.config import DedupConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, ModeForbidden
-from memcastle_project.store import Store
+from kernel.config import DedupConfig
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, ModeForbidden
+from kernel.store import Store
 from palace import checkpoint, dedup, drawers
 from palace.journal import JournalService
 from palace.names import PathInvalid

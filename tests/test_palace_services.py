@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid
-from memcastle_project.store import Statement, Store
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid
+from kernel.store import Statement, Store
 from palace.names import PathInvalid
 from palace.services import (
     NOT_RUN,

@@ -29,9 +29,9 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
 
-from memcastle_project.config import load_config
-from memcastle_project.errors import StoreFailed
-from memcastle_project.store import Store, bundled_migrations
+from kernel.config import load_config
+from kernel.errors import StoreFailed
+from kernel.store import Store, bundled_migrations
 from tests.daemon import REPO, Daemon, wait_for
 
 SERVER_START_TIMEOUT = 30.0

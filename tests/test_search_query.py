@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 from palace.search.query import (
     Period,
     SearchQuery,

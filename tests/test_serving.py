@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from memcastle_project import __version__
-from memcastle_project.store import bundled_migrations
+from kernel import __version__
+from kernel.store import bundled_migrations
 from tests.daemon import REPO, Daemon, wait_for
 
 EXIT_TIMEOUT = 10.0

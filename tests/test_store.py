@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memcastle_project import clock
-from memcastle_project.errors import StoreFailed
-from memcastle_project.store import Store, UniqueViolation, bundled_migrations
+from kernel import clock
+from kernel.errors import StoreFailed
+from kernel.store import Store, UniqueViolation, bundled_migrations
 
 
 def test_migrations_are_numbered_in_order() -> None:
@@ -79,7 +79,7 @@ def test_a_closed_palace_opens_again_with_its_data(tmp_path: Path) -> None:
 
 
 def test_the_engine_still_misorders_whole_seconds_in_index_scans(store: Store) -> None:
-    """Why `memcastle_project.clock` never records a whole second (surrealdb/surrealdb#7493).
+    """Why `kernel.clock` never records a whole second (surrealdb/surrealdb#7493).
 
     When this fails, the engine collates datetimes correctly and the clock's nudge can go.
     """

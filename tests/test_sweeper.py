@@ -16,10 +16,10 @@ import pytest
 from jobs import sweeper
 from jobs.executor import Executor
 from jobs.services import JobService
-from memcastle_project.config import JobsConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.events import Event, EventBus
-from memcastle_project.store import Store
+from kernel.config import JobsConfig
+from kernel.context import RequestContext
+from kernel.events import Event, EventBus
+from kernel.store import Store
 from tests.daemon import wait_for
 
 CONFIG = JobsConfig(max_concurrency=1, drain_timeout_secs=10, lease_ttl_secs=30, broker_url=None)

@@ -8,7 +8,7 @@ import logging
 import httpx
 import pytest
 
-from memcastle_project.logs import MEMCASTLE_LOGGERS, configure_logging
+from kernel.logs import MEMCASTLE_LOGGERS, configure_logging
 from tests.daemon import Daemon
 
 

@@ -1,4 +1,4 @@
-"""The embedded engine's answers decoded by cbor2 (memcastle_project/wire.py) are the values the
+"""The embedded engine's answers decoded by cbor2 (kernel/wire.py) are the values the
 SDK's own decoder makes, and the SDK still hands every answer to the decoder installed."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from surrealdb import NullType
 from surrealdb.connections import blocking_embedded
 from surrealdb.data.cbor import decode as sdk_decode
 
-from memcastle_project import wire
-from memcastle_project.store import Store
+from kernel import wire
+from kernel.store import Store
 
 # One value of every kind the engine may answer with, in records and on their own.
 VALUES = [

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from jobs import kinds, sweeper
 from jobs.run import JobRun
 from jobs.states import Priority
+from kernel.errors import InputInvalid
+from kernel.events import Event, EventBus
 from memcastle_project import runtime
-from memcastle_project.errors import InputInvalid
-from memcastle_project.events import Event, EventBus
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memcastle_project.errors import EmbedFailed
-from palace.embeddings.profiles import LOCAL_DIMENSIONS, LOCAL_STRIDE, LOCAL_WINDOW
+from kernel.errors import EmbedFailed
+from kernel.profiles import LOCAL_DIMENSIONS, LOCAL_STRIDE, LOCAL_WINDOW
 
 GRAPH = "minilm.onnx"
 WEIGHTS = "model.safetensors"

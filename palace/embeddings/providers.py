@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memcastle_project.commands import run_json
-from memcastle_project.errors import EmbedFailed
-from palace.embeddings.profiles import INPUT_CHARS, Profile
+from kernel.errors import EmbedFailed
+from kernel.profiles import INPUT_CHARS, Profile
+from kernel.providers import run_json
 
 logger = logging.getLogger(__name__)
 

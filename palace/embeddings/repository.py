@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from surrealdb import Null, RecordID
 
-from memcastle_project.store import Store
+from kernel.store import Store
 
 _PUT = """
 FOR $row IN $rows {

@@ -16,20 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memcastle_project.clock import utc_now
-from memcastle_project.config import EmbeddingsConfig
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import EmbedNotConfigured, InputInvalid
-from memcastle_project.store import Store
-from memcastle_project.validation import body_object, parse_uuid
+from kernel.clock import utc_now
+from kernel.config import EmbeddingsConfig
+from kernel.context import RequestContext
+from kernel.errors import EmbedNotConfigured, InputInvalid
+from kernel.profiles import Profile
+from kernel.store import Store
+from kernel.validation import body_object, parse_uuid
 from palace.embeddings import providers
-from palace.embeddings.profiles import Profile
 from palace.embeddings.repository import EmbeddingRepository
 from palace.services import DrawerNotFound, refuse_unknown
 
 if TYPE_CHECKING:
     from jobs.services import JobService
-    from memcastle_project.events import EventBus
+    from kernel.events import EventBus
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 

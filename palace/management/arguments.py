@@ -9,8 +9,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from memcastle_project.errors import MemCastleError
-from memcastle_project.validation import is_uuid
+from kernel.errors import MemCastleError
+from kernel.validation import is_uuid
 from palace.names import PathInvalid, check_drawer_name, check_room_name, check_wing_name
 
 PROJECT_FILE = Path(".config") / "memcastle.toml"

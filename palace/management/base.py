@@ -14,9 +14,9 @@ from typing import Any, NoReturn, TextIO
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memcastle_project.config import Config, load_config
-from memcastle_project.context import Mode
-from memcastle_project.errors import MemCastleError
+from kernel.config import Config, load_config
+from kernel.context import Mode
+from kernel.errors import MemCastleError
 from palace.management.render import colour_enabled, paint
 
 # The options Django's `run_from_argv` and `execute` read, which the replaced base arguments set.

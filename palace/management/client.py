@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 
-from memcastle_project.config import Config
-from memcastle_project.errors import MemCastleError
+from kernel.config import Config
+from kernel.errors import MemCastleError
 from memcastle_project.registry import RegistryFile
 from palace.management.base import MemCastleCommand, RemoteRejected
 from palace.management.render import Output, ProgressBar, job_card

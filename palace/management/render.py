@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
-from memcastle_project.errors import MemCastleError
+from kernel.errors import MemCastleError
 
 STATUS_COLOURS = {
     "queued": "33",

@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memcastle_project.errors import MemCastleError
-from memcastle_project.store import Store
+from kernel.errors import MemCastleError
+from kernel.store import Store
 from palace.drawers import read_source
 from palace.search.catalog import Catalog
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex

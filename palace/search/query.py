@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memcastle_project.errors import InputInvalid
-from memcastle_project.validation import parse_instant, parse_limit
+from kernel.errors import InputInvalid
+from kernel.validation import parse_instant, parse_limit
 
 DEFAULT_LIMIT = 10
 RANKINGS = ("auto", "lexical", "semantic", "hybrid")

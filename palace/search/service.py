@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graph import expansion
-from memcastle_project.clock import utc_now
-from memcastle_project.context import RequestContext
-from memcastle_project.errors import InputInvalid, MemCastleError
+from kernel.clock import utc_now
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, MemCastleError
 from palace.search import lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
@@ -23,7 +23,7 @@ from palace.search.scope import Scope
 from palace.services import PalaceService, drawer_view
 
 if TYPE_CHECKING:
-    from palace.embeddings.profiles import Profile
+    from kernel.profiles import Profile
     from palace.embeddings.service import EmbeddingService
 
 logger = logging.getLogger(__name__)

@@ -9,15 +9,15 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memcastle_project import runtime
-from memcastle_project.api import (
+from kernel.rest import (
     MODE_PARAMETER,
     TRANSPORT_PARAMETERS,
     MemCastleView,
     errors,
     request_context,
 )
-from memcastle_project.validation import body_object
+from kernel.validation import body_object
+from memcastle_project import runtime
 from palace.search import query as search_query
 from palace.views import DRAWER
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 from palace.management.arguments import read_text
 from palace.management.client import DaemonCommand, add_wait_flag
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from memcastle_project.config import Config
-from memcastle_project.errors import MemCastleError
+from kernel.config import Config
+from kernel.errors import MemCastleError
 from palace.management.client import DaemonCommand, process_alive, read_registry
 
 START_TIMEOUT_SECS = 60.0

@@ -11,7 +11,7 @@ import sys
 from argparse import ArgumentParser
 from typing import Any
 
-from memcastle_project.store import Store
+from kernel.store import Store
 from palace.management.base import LocalCommand
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 from palace.management.arguments import project_settings
 from palace.management.client import DaemonCommand, add_wait_flag
 

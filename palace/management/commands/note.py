@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from memcastle_project.errors import InputInvalid, MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 from palace.management.arguments import note_scope, read_text
 from palace.management.client import DaemonCommand
 from palace.management.render import is_terminal

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from memcastle_project.errors import MemCastleError
+from kernel.errors import MemCastleError
 from palace.management.client import DaemonCommand
 
 

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
-from memcastle_project.errors import MemCastleError
+from kernel.errors import MemCastleError
 
 STDERR_HEAD = 300
 

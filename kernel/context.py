@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from memcastle_project.errors import InputInvalid, ModeForbidden
+from kernel.errors import InputInvalid, ModeForbidden
 
 MODE_HEADER = "x-memcastle-mode"
 CHANNELS = ("http", "cli", "mcp")

@@ -20,9 +20,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memcastle_project.context import MODE_HEADER, RequestContext
-from memcastle_project.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
-from memcastle_project.validation import body_object
+from kernel.context import MODE_HEADER, RequestContext
+from kernel.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
+from kernel.validation import body_object
 
 logger = logging.getLogger("memcastle.api")
 

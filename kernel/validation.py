@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from memcastle_project.errors import InputInvalid
+from kernel.errors import InputInvalid
 
 MAX_LIMIT = 200
 

@@ -20,9 +20,9 @@ from typing import Any
 from surrealdb import NullType, RecordID, Surreal
 from surrealdb.errors import SurrealError
 
-from memcastle_project import wire
-from memcastle_project.config import Config
-from memcastle_project.errors import MemCastleError, StoreFailed
+from kernel import wire
+from kernel.config import Config
+from kernel.errors import MemCastleError, StoreFailed
 
 logger = logging.getLogger(__name__)
 
@@ -69,9 +69,9 @@ class MigrationState:
 
 
 def bundled_migrations() -> list[Migration]:
-    """The `.surql` files under `memcastle_project/schema`, ordered by their version prefix."""
+    """The `.surql` files under `kernel/schema`, ordered by their version prefix."""
     migrations = []
-    for entry in resources.files("memcastle_project.schema").iterdir():
+    for entry in resources.files("kernel.schema").iterdir():
         if not entry.name.endswith(".surql"):
             continue
         version, _, name = entry.name.removesuffix(".surql").partition("_")

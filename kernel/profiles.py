@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from memcastle_project.values import argv_value, http_url_value
+from kernel.values import argv_value, http_url_value
 
 PROVIDERS = ("local", "command", "http", "external")
 LOCAL_MODEL = "all-MiniLM-L6-v2"

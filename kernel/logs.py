@@ -21,7 +21,15 @@ LEVELS = {
 
 
 # The packages of this project, which `memcastle=<level>` addresses together.
-MEMCASTLE_LOGGERS = ("memcastle_project", "palace", "jobs", "sources", "graph", "mcp_bridge")
+MEMCASTLE_LOGGERS = (
+    "kernel",
+    "memcastle_project",
+    "palace",
+    "jobs",
+    "sources",
+    "graph",
+    "mcp_bridge",
+)
 
 
 def fields(**values: object) -> dict[str, dict[str, object]]:
@@ -57,8 +65,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level_filter: str, log_format: str) -> None:
-    """`info` sets the root level; `memcastle=debug` sets the `memcastle*` loggers (our
-    packages log under their module names, so `memcastle` covers `memcastle_project` too)."""
+    """`info` sets the root level; `memcastle=debug` sets the loggers of every package of ours
+    (they log under their module names: `kernel...`, `palace...`, `memcastle_project...`)."""
     logging.addLevelName(TRACE, "TRACE")
     handler = logging.StreamHandler(sys.stderr)
     if log_format == "json":

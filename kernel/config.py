@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memcastle_project.errors import ConfigInvalid, MemCastleError
-from memcastle_project.values import argv_value, http_url_value
-from palace.embeddings.profiles import (
+from kernel.errors import ConfigInvalid, MemCastleError
+from kernel.profiles import (
     BUILTIN_LOCAL,
     Profile,
     ProfileInvalid,
     parse_profiles,
     tables_from_flat,
 )
+from kernel.values import argv_value, http_url_value
 
 # A broker URL may carry a password, so it is never echoed back either.
 SECRET_KEYS = ("auth.token", "store.password", "jobs.broker_url", "extraction.api_key")
