@@ -21,8 +21,12 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
-    "palace",
     "jobs",
+    "palace",
+    "graph",
+    "sources",
+    "mcp_bridge",
+    "memcastle_project",
 ]
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = "memcastle_project.urls"

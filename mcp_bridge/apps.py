@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class McpBridgeConfig(AppConfig):
+    name = "mcp_bridge"
