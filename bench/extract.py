@@ -24,14 +24,17 @@ It measures and reports; it is not a test, so it exits 0 whatever the figures ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import random
 import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -135,7 +138,8 @@ def corpus(drawers: int, seed: int, chars: int = 1500) -> list[str]:
 class _Job:
     """What the extract handler sees of its job."""
 
-    def __init__(self) -> None:
+    def __init__(self, services: Any) -> None:
+        self.services = services
         self.job_id = str(uuid.uuid4())
         self.params: dict[str, Any] = {}
         self.checkpoint: dict[str, Any] = {}
@@ -146,6 +150,11 @@ class _Job:
 
     def check(self) -> None:
         pass
+
+    @contextlib.contextmanager
+    def holding(self, lock: threading.Lock) -> Iterator[None]:
+        with lock:
+            yield
 
 
 def _file(store: Any, texts: list[str]) -> None:
@@ -185,7 +194,6 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
     from kernel.config import ExtractionConfig, load_config
     from kernel.events import EventBus
     from kernel.store import Store
-    from memcastle_project import runtime
     from palace.repository import PalaceRepository
     from palace.services import PalaceService
 
@@ -224,16 +232,14 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
                 recording.append(time.perf_counter() - begun)
 
         graph.record_extraction = timed  # type: ignore[method-assign]
-        runtime.install(
-            SimpleNamespace(  # type: ignore[arg-type]
-                config=SimpleNamespace(extraction=ExtractionConfig(provider="heuristic")),
-                store=store,
-                palace=PalaceService(PalaceRepository(store)),
-                graph=graph,
-            )
+        services = SimpleNamespace(
+            config=SimpleNamespace(extraction=ExtractionConfig(provider="heuristic")),
+            store=store,
+            palace=PalaceService(PalaceRepository(store)),
+            graph=graph,
         )
         started = time.perf_counter()
-        result = extraction.run(_Job())  # type: ignore[arg-type]
+        result = extraction.run(_Job(services))  # type: ignore[arg-type]
         seconds = time.perf_counter() - started
         figures["job"] = result
         figures["job_secs"] = seconds
@@ -242,14 +248,13 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
         figures["record_ms_median"] = statistics.median(recording) * 1000
         figures["record_ms_p95"] = sorted(recording)[int(len(recording) * 0.95)] * 1000
         started = time.perf_counter()
-        again = extraction.run(_Job())  # type: ignore[arg-type]
+        again = extraction.run(_Job(services))  # type: ignore[arg-type]
         figures["empty_run_ms"] = (time.perf_counter() - started) * 1000
         figures["empty_run_drawers"] = again["drawers"]
         for table in ("entity", "relates_to"):
             (row,) = store.one(f"SELECT count() AS n FROM {table} GROUP ALL")
             figures[f"{table}_rows"] = row["n"]
     finally:
-        runtime.install(None)
         store.close()
         if owned:
             shutil.rmtree(base, ignore_errors=True)

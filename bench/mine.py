@@ -62,6 +62,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# Jobs run in this process too, and the apps register their job kinds as Django starts.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
+
+import django  # noqa: E402
+
+django.setup()
 
 import httpx  # noqa: E402
 
@@ -880,9 +886,8 @@ def timed(profiler: Profiler, owner: Any, name: str, label: str) -> Iterator[Non
 
 @contextlib.contextmanager
 def in_process(root: Path, args: argparse.Namespace) -> Iterator[Any]:
-    """A runtime on a new palace in this process, as the daemon builds it."""
-    from memcastle_project import runtime
-    from sources import mining  # noqa: F401 - registers the kind
+    """The services on a new palace in this process, as the daemon builds them."""
+    from memcastle_project.composition import compose
 
     env = {
         "MEMCASTLE_PALACE_PATH": str(root / "palace"),
@@ -894,11 +899,8 @@ def in_process(root: Path, args: argparse.Namespace) -> Iterator[Any]:
     store.open()
     try:
         store.migrate()
-        built = runtime.Runtime.build(config, store)
-        runtime.install(built)
-        yield built
+        yield compose(config, store)
     finally:
-        runtime.install(None)
         store.close()
 
 

@@ -62,6 +62,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# Jobs run in this process too, and the apps register their job kinds as Django starts.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
+
+import django  # noqa: E402
+
+django.setup()
 
 import httpx  # noqa: E402
 
@@ -622,13 +628,12 @@ def run_drained(
     """Jobs queued while no daemon runs, then run by a daemon started on them: throughput with
     work waiting in the queue and no submissions competing (the daemon dispatches the queued
     jobs as it starts). The palace's search indexes were saved by the daemon stopped before."""
-    from memcastle_project import runtime
-    from palace import checkpoint  # noqa: F401 - registers the kind
+    from memcastle_project.composition import compose
 
     jobs = [batch("drained", n, args.small_items, args) for n in range(args.drain_jobs)]
     store = open_palace(root, env)
     try:
-        queued = runtime.Runtime.build(load_config(env={**palace_env(root), **env}), store)
+        queued = compose(load_config(env={**palace_env(root), **env}), store)
         ctx = RequestContext.build(requested_by=REQUESTED_BY)
         ids = [
             queued.jobs.submit(ctx, {"type": "checkpoint", "payload": {"items": job.items}})["id"]
@@ -874,8 +879,7 @@ def profile_in_process(
 ) -> list[Breakdown]:
     """The jobs of the daemon run, run here: `JobService.submit`, then `Executor.execute` on
     this thread, which claims the job and runs the checkpoint handler."""
-    from memcastle_project import runtime
-    from palace import checkpoint  # noqa: F401 - registers the kind
+    from memcastle_project.composition import compose
 
     copy_palace(built, root)
     env = daemon_env(mode, args)
@@ -885,8 +889,7 @@ def profile_in_process(
     results = []
     try:
         store.migrate()
-        daemon = runtime.Runtime.build(config, store)
-        runtime.install(daemon)
+        daemon = compose(config, store)
         ctx = RequestContext.build(requested_by=REQUESTED_BY)
         profiler = Profiler(store)
         with profiler.installed():
@@ -914,7 +917,6 @@ def profile_in_process(
                         )
                 print(f"  {label}: {per_sec(items / seconds)} items/s in-process", flush=True)
     finally:
-        runtime.install(None)
         store.close()
     return results
 

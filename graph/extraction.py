@@ -18,8 +18,9 @@ An extracted fact is valid from the source's `occurred_at` (on the drawer's orig
 mined document when the drawer holds its current revision), else from the drawer's `valid_from`,
 and never from later than now.
 
-`Sweeper` queues one automatically after a mining job completes, after a note is written, and
-at start-up, when a provider is configured, with at most one waiting at a time (`jobs.sweeper`).
+`ExtractSweeper` queues one automatically after a mining job completes, after a note is written,
+and at start-up, when a provider is configured, with at most one waiting at a time
+(`jobs.sweeper`).
 """
 
 from __future__ import annotations
@@ -28,27 +29,30 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from surrealdb import RecordID
 
 from graph import providers
 from graph.providers import ExtractNotConfigured, Item
-from jobs import kinds, sweeper
-from jobs.run import JobRun
+from jobs.kinds import JobKind
 from jobs.states import Priority
+from jobs.sweeper import Sweeper
 from kernel.clock import utc_now
-from kernel.config import ExtractionConfig
+from kernel.config import Config, ExtractionConfig
 from kernel.errors import InputInvalid, MemCastleError
-from kernel.events import Event, EventBus
+from kernel.events import Event
 from kernel.logs import fields
 from kernel.store import Store
-from memcastle_project import runtime
 from palace.repository import CURRENT
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:
+    from graph.services import GraphService
+    from jobs.run import JobRun
     from jobs.services import JobService
+    from kernel.events import EventBus
+    from palace.services import PalaceService
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +65,23 @@ DRAWER_FIELDS = (
     "record::id(id) AS id, wing, room, name, source, valid_from, valid_to, supersedes, "
     "superseded_by, created_at"
 )
+
+
+class ExtractServices(Protocol):
+    """What the extract job and its sweeps call."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def graph(self) -> GraphService: ...
+    @property
+    def palace(self) -> PalaceService: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def jobs(self) -> JobService: ...
+    @property
+    def events(self) -> EventBus: ...
 
 
 class ExtractionRepository:
@@ -145,6 +166,15 @@ class ExtractionRepository:
             is not None
         )
 
+    def any_note(self, drawer_ids: list[str]) -> bool:
+        """Whether one of the drawers is a note."""
+        return bool(
+            self.store.one(
+                "SELECT VALUE record::id(id) FROM $ids WHERE source.kind = 'note' LIMIT 1",
+                {"ids": [RecordID("drawer", drawer) for drawer in drawer_ids]},
+            )
+        )
+
     def marked_by(self, job_id: str) -> list[str]:
         return self.store.one(
             "SELECT VALUE record::id(id) FROM drawer_extraction WHERE job = $job", {"job": job_id}
@@ -198,17 +228,16 @@ def context_of(drawer: Mapping[str, Any]) -> dict[str, Any]:
 # Submitting.
 
 
-def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+def parse(body: Mapping[str, Any], services: ExtractServices) -> dict[str, Any]:
     """The parameters as stored on the job; refused at submission without a provider."""
     unknown = sorted(set(body) - set(PARAMETERS))
     if unknown:
         raise InputInvalid(
             unknown[0], f"is not an extract job parameter (known: {', '.join(PARAMETERS)})"
         )
-    current = runtime.current()
-    if not current.config.extraction.configured:
+    if not services.config.extraction.configured:
         raise ExtractNotConfigured("no extraction provider is configured")
-    wing = current.palace.wing_parameter(body.get("wing"))
+    wing = services.palace.wing_parameter(body.get("wing"))
     return {"wing": wing} if wing is not None else {}
 
 
@@ -218,7 +247,7 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
 _run_lock = threading.Lock()
 
 
-def run(job: JobRun) -> dict[str, Any]:
+def run(job: JobRun[ExtractServices]) -> dict[str, Any]:
     with job.holding(_run_lock):
         return Extraction(job).run()
 
@@ -226,17 +255,17 @@ def run(job: JobRun) -> dict[str, Any]:
 class Extraction:
     """One run of an extract job."""
 
-    def __init__(self, job: JobRun) -> None:
-        current = runtime.current()
+    def __init__(self, job: JobRun[ExtractServices]) -> None:
+        services = job.services
         self.job = job
-        self.config: ExtractionConfig = current.config.extraction
+        self.config: ExtractionConfig = services.config.extraction
         provider = providers.for_config(self.config)
         if provider is None:
             raise ExtractNotConfigured("no extraction provider is configured")
         self.provider = provider
-        self.graph = current.graph
-        self.repository = ExtractionRepository(current.store)
-        self.palace = current.palace
+        self.graph = services.graph
+        self.repository = ExtractionRepository(services.store)
+        self.palace = services.palace
         self.state: dict[str, Any] = {
             "drawers": 0,
             "entities": 0,
@@ -360,44 +389,32 @@ def _is_current(drawer: Mapping[str, Any]) -> bool:
     return valid_to is None or valid_to > utc_now()
 
 
-EXTRACT = kinds.register(
-    kinds.JobKind(
-        name="extract",
-        priority=Priority.LOW,
-        parse=parse,
-        run=run,
-        gate=lambda params: "extract",
-        summary="read the mined drawers and notes not read yet into the knowledge graph",
-        # It writes the graph only, never a drawer: deletes need not wait.
-        writes_palace=lambda params: False,
-    )
+EXTRACT = JobKind(
+    name="extract",
+    priority=Priority.LOW,
+    parse=parse,
+    run=run,
+    gate=lambda params: "extract",
+    summary="read the mined drawers and notes not read yet into the knowledge graph",
+    # It writes the graph only, never a drawer: deletes need not wait.
+    writes_palace=lambda params: False,
 )
 
 
 # Queued automatically.
 
 
-def start_sweeps(
-    config: ExtractionConfig, jobs: JobService, events: EventBus, store: Store
-) -> None:
-    """Queue an extract job now and after mining jobs and notes (see `Sweeper`), when a provider
-    is configured; called once the job workers run, by the daemon and by `memcastle worker`."""
-    Sweeper(config, jobs, events, store).start()
-
-
-class Sweeper(sweeper.Sweeper):
+class ExtractSweeper(Sweeper):
     """Queues an extract job at start-up, after a mining job completes and after a note is
     written, when a provider is configured."""
 
     kind = "extract"
     retried_by = "the next mining job, note or start"
 
-    def __init__(
-        self, config: ExtractionConfig, jobs: JobService, events: EventBus, store: Store
-    ) -> None:
-        super().__init__(jobs, events)
-        self.config = config
-        self.store = store
+    def __init__(self, services: ExtractServices) -> None:
+        super().__init__(services.jobs, services.events)
+        self.config = services.config.extraction
+        self.repository = ExtractionRepository(services.store)
 
     @property
     def enabled(self) -> bool:
@@ -416,12 +433,7 @@ class Sweeper(sweeper.Sweeper):
 
     def _has_note(self, drawer_ids: list[str]) -> bool:
         try:
-            return bool(
-                self.store.one(
-                    "SELECT VALUE record::id(id) FROM $ids WHERE source.kind = 'note' LIMIT 1",
-                    {"ids": [RecordID("drawer", drawer) for drawer in drawer_ids]},
-                )
-            )
+            return self.repository.any_note(drawer_ids)
         except MemCastleError as exc:
             logger.warning("could not read the drawers just filed", extra=fields(error=exc.code))
             return False

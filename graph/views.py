@@ -10,19 +10,21 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from graph.services import GraphService
 from kernel.rest import (
     MODE_PARAMETER,
     MemCastleView,
     created_response,
     errors,
     request_context,
+    service,
 )
-from memcastle_project import runtime
 from palace.views import DRAWER_LISTING
 
 
-def _graph():
-    return runtime.current().graph
+# Every view of the graph calls `GraphService`.
+class GraphServiceView(MemCastleView):
+    graph: GraphService = service()
 
 
 def entity_fields() -> dict[str, serializers.Field]:
@@ -165,7 +167,7 @@ AS_OF = OpenApiParameter(
 )
 
 
-class EntitiesView(MemCastleView):
+class EntitiesView(GraphServiceView):
     query_parameters = ("name", "kind", "limit")
 
     @extend_schema(
@@ -190,7 +192,7 @@ class EntitiesView(MemCastleView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            _graph().list_entities(
+            self.graph.list_entities(
                 request_context(request),
                 name=params.get("name"),
                 kind=params.get("kind"),
@@ -199,7 +201,7 @@ class EntitiesView(MemCastleView):
         )
 
 
-class EntityView(MemCastleView):
+class EntityView(GraphServiceView):
     @extend_schema(
         summary="Show an entity with its mention and relationship counts",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -221,10 +223,10 @@ class EntityView(MemCastleView):
         },
     )
     def get(self, request: Request, entity_id: str) -> Response:
-        return Response(_graph().show_entity(request_context(request), entity_id))
+        return Response(self.graph.show_entity(request_context(request), entity_id))
 
 
-class EntityRelationshipsView(MemCastleView):
+class EntityRelationshipsView(GraphServiceView):
     query_parameters = ("include_expired", "as_of")
 
     @extend_schema(
@@ -254,7 +256,7 @@ class EntityRelationshipsView(MemCastleView):
     def get(self, request: Request, entity_id: str) -> Response:
         params = request.query_params
         return Response(
-            _graph().relationships(
+            self.graph.relationships(
                 request_context(request),
                 entity_id,
                 include_expired=params.get("include_expired"),
@@ -263,7 +265,7 @@ class EntityRelationshipsView(MemCastleView):
         )
 
 
-class EntityMentionsView(MemCastleView):
+class EntityMentionsView(GraphServiceView):
     query_parameters = ("limit",)
 
     @extend_schema(
@@ -300,13 +302,13 @@ class EntityMentionsView(MemCastleView):
     )
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(
-            _graph().mentions(
+            self.graph.mentions(
                 request_context(request), entity_id, limit=request.query_params.get("limit")
             )
         )
 
 
-class EntityCandidatesView(MemCastleView):
+class EntityCandidatesView(GraphServiceView):
     @extend_schema(
         summary="Entities that may be this one under another spelling (possibly_same_as)",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -332,10 +334,10 @@ class EntityCandidatesView(MemCastleView):
         },
     )
     def get(self, request: Request, entity_id: str) -> Response:
-        return Response(_graph().candidates(request_context(request), entity_id))
+        return Response(self.graph.candidates(request_context(request), entity_id))
 
 
-class EntityAliasesView(MemCastleView):
+class EntityAliasesView(GraphServiceView):
     @extend_schema(
         summary="Record a spelling of an entity (201 new, 200 already recorded)",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -360,10 +362,10 @@ class EntityAliasesView(MemCastleView):
     )
     def post(self, request: Request, entity_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_graph().add_alias(ctx, entity_id, request.data))
+        return created_response(self.graph.add_alias(ctx, entity_id, request.data))
 
 
-class DrawerMentionsView(MemCastleView):
+class DrawerMentionsView(GraphServiceView):
     @extend_schema(
         summary="Link a drawer to the entity a name resolves to (201 linked, 200 already)",
         parameters=[
@@ -402,10 +404,10 @@ class DrawerMentionsView(MemCastleView):
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_graph().mention(ctx, drawer_id, request.data))
+        return created_response(self.graph.mention(ctx, drawer_id, request.data))
 
 
-class RelationshipHistoryView(MemCastleView):
+class RelationshipHistoryView(GraphServiceView):
     query_parameters = ("as_of",)
 
     @extend_schema(
@@ -430,13 +432,13 @@ class RelationshipHistoryView(MemCastleView):
     )
     def get(self, request: Request, relationship_id: str) -> Response:
         return Response(
-            _graph().history(
+            self.graph.history(
                 request_context(request), relationship_id, as_of=request.query_params.get("as_of")
             )
         )
 
 
-class GraphView(MemCastleView):
+class GraphView(GraphServiceView):
     query_parameters = ("entity", "depth", "limit", "as_of")
 
     @extend_schema(
@@ -483,7 +485,7 @@ class GraphView(MemCastleView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            _graph().overview(
+            self.graph.overview(
                 request_context(request),
                 entity=params.get("entity"),
                 depth=params.get("depth"),

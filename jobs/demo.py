@@ -10,13 +10,16 @@ keeps.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jobs import kinds
+from jobs.kinds import JobKind
 from jobs.replay import unit_id
-from jobs.run import JobRun
 from jobs.states import Priority
 from kernel.errors import InputInvalid, MemCastleError
+
+if TYPE_CHECKING:
+    from jobs.run import JobRun
+    from jobs.services import JobService
 
 FIELDS = ("steps", "step_ms", "fail_at_step")
 MAX_STEPS = 100_000
@@ -37,7 +40,12 @@ def _bounded(body: Mapping[str, Any], field: str, default: int | None, low: int,
     return value
 
 
-def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+class DemoServices(Protocol):
+    @property
+    def jobs(self) -> JobService: ...
+
+
+def parse(body: Mapping[str, Any], services: object) -> dict[str, Any]:
     for field in body:
         if field not in FIELDS:
             raise InputInvalid(field, f"is not a demo job parameter (known: {', '.join(FIELDS)})")
@@ -51,7 +59,7 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def run(job: JobRun) -> dict[str, Any]:
+def run(job: JobRun[DemoServices]) -> dict[str, Any]:
     steps: int = job.params["steps"]
     step_secs = job.params["step_ms"] / 1000
     fail_at = job.params.get("fail_at_step")
@@ -69,33 +77,21 @@ def run(job: JobRun) -> dict[str, Any]:
         _write_step(job, index)
         state["next_step"] = index + 1
         job.save(state, current=index + 1, total=steps, message=f"step {index + 1} of {steps}")
-    written = job.store.one(
-        "SELECT count() AS n FROM demo_step WHERE job = $job GROUP ALL", {"job": job.job_id}
-    )
-    return {"steps": steps, "written": written[0]["n"] if written else 0, "runs": state["runs"]}
+    written = job.services.jobs.demo_steps_written(job.job_id)
+    return {"steps": steps, "written": written, "runs": state["runs"]}
 
 
-def _write_step(job: JobRun, index: int) -> None:
-    """Create-if-absent: a step replayed after a crash finds its row and writes nothing."""
-    job.store.query(
-        "INSERT IGNORE INTO demo_step {id: $id, job: $job, step: $step, attempt: $attempt, "
-        "written_at: time::now()}",
-        {
-            "id": unit_id(job.job_id, f"demo-step:{index}"),
-            "job": job.job_id,
-            "step": index,
-            "attempt": job.attempt,
-        },
-    )
+def _write_step(job: JobRun[DemoServices], index: int) -> None:
+    """Under a replay-safe id: a step replayed after a crash writes nothing."""
+    step_id = unit_id(job.job_id, f"demo-step:{index}")
+    job.services.jobs.write_demo_step(step_id, job.job_id, index, job.attempt)
 
 
-DEMO = kinds.register(
-    kinds.JobKind(
-        name="demo",
-        priority=Priority.NORMAL,
-        parse=parse,
-        run=run,
-        gate=lambda params: None,
-        summary="steps that take a while, to try job control on",
-    )
+DEMO = JobKind(
+    name="demo",
+    priority=Priority.NORMAL,
+    parse=parse,
+    run=run,
+    gate=lambda params: None,
+    summary="steps that take a while, to try job control on",
 )

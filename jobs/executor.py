@@ -68,6 +68,9 @@ class Executor:
         self.clock = clock
         self.worker_id = f"memcastle-{os.getpid()}-{secrets.token_hex(4)}"
         self.dispatch: Callable[[str], None] = lambda job_id: None
+        # What job kinds call: handed over by the composition root once it has built them (they
+        # include the job service, which is built on this executor).
+        self.services: Any = None
         self.closing = False
         self._runs: dict[str, JobRun] = {}
         self._claiming: set[str] = set()
@@ -178,7 +181,7 @@ class Executor:
         """The run of a job just claimed (None for none); called with the lock held."""
         if row is None:
             return None
-        run = JobRun(row, self.store, self._saver(row["id"]), self._end_statement)
+        run = JobRun(row, self.services, self._saver(row["id"]), self._end_statement)
         self._runs[row["id"]] = run
         if self.closing:
             # The drain began while this claim was in flight.
@@ -204,7 +207,7 @@ class Executor:
 
         return save
 
-    def _end_statement(self, run: JobRun, result: dict[str, Any]) -> Statement:
+    def _end_statement(self, run: JobRun[Any], result: dict[str, Any]) -> Statement:
         changes = {**run.unsaved, **transition(run.row, "complete", self.clock()), "result": result}
         return self.repository.end_statement(run.job_id, self.worker_id, changes)
 

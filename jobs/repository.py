@@ -1,4 +1,5 @@
-"""SurrealQL for job rows. The only module of `jobs` that talks to the store.
+"""SurrealQL for job rows (and the demo job's steps). The only module of `jobs` that talks to
+the store.
 
 Every state change is a compare-and-set: the write names the state it was computed from, and a
 row that changed in between is left alone (the caller gets None). A `None` in a change removes the
@@ -206,3 +207,25 @@ class JobRepository:
             "RETURN record::id(id) AS id, pause_requested, cancel_requested",
             {"ids": ids, "owner": owner, "expires": expires_at},
         )
+
+    def any_with(self, kind: str, status: str) -> bool:
+        """Whether a job of `kind` is in `status`, from the `job_tally` rows."""
+        tallies = self.store.one(
+            "SELECT n FROM job_tally WHERE status = $status AND kind = $kind",
+            {"status": status, "kind": kind},
+        )
+        return sum(tally["n"] for tally in tallies) > 0
+
+    def write_demo_step(self, step_id: str, job_id: str, step: int, attempt: int) -> None:
+        """Create-if-absent: a step replayed after a crash finds its row and writes nothing."""
+        self.store.query(
+            "INSERT IGNORE INTO demo_step {id: $id, job: $job, step: $step, attempt: $attempt, "
+            "written_at: time::now()}",
+            {"id": step_id, "job": job_id, "step": step, "attempt": attempt},
+        )
+
+    def demo_steps_written(self, job_id: str) -> int:
+        written = self.store.one(
+            "SELECT count() AS n FROM demo_step WHERE job = $job GROUP ALL", {"job": job_id}
+        )
+        return written[0]["n"] if written else 0

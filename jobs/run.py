@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kernel.errors import MemCastleError
-from kernel.store import Statement, Store
+from kernel.store import Statement
 
 # How often a run waiting for another's lock checks for a pause or cancel.
 WAIT_SLICE_SECS = 0.25
@@ -32,12 +32,16 @@ class LeaseLost(MemCastleError):
 
 Saver = Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]]
 # The write of a run's end state (completed, with its result), as a statement.
-Ender = Callable[["JobRun", dict[str, Any]], Statement]
+Ender = Callable[["JobRun[Any]", dict[str, Any]], Statement]
 
 
-class JobRun:
-    def __init__(self, row: Mapping[str, Any], store: Store, save: Saver, end: Ender) -> None:
-        self.store = store
+class JobRun[Services]:
+    """One run of a job. `services` is what its handler calls: the services the composition
+    root handed to the executor, typed by the protocol the handler's app declares
+    (`palace.checkpoint.CheckpointServices`, ...)."""
+
+    def __init__(self, row: Mapping[str, Any], services: Services, save: Saver, end: Ender) -> None:
+        self.services = services
         # The row as last written by this run; the final transition is computed from it.
         self.row: Mapping[str, Any] = row
         self.job_id: str = row["id"]

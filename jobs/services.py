@@ -90,7 +90,7 @@ def _choice(raw: object, field: str, choices: list[str]) -> str | None:
 class JobService:
     def __init__(self, executor: Executor, clock: Callable[[], dt.datetime] = utc_now) -> None:
         self.executor = executor
-        self.repository: JobRepository = executor.repository
+        self._repository: JobRepository = executor.repository
         self.clock = clock
 
     def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:
@@ -105,10 +105,10 @@ class JobService:
         operation = kind.gate(submitted)
         if operation is not None:
             ctx.require_write(operation)
-        params = kind.parse(submitted)
+        params = kind.parse(submitted, self.executor.services)
         priority = kind.priority_for(params) if kind.priority_for else kind.priority
         now = self.clock()
-        row = self.repository.create(
+        row = self._repository.create(
             {
                 "id": str(uuid.uuid4()),
                 "kind": {"type": kind.name, **params},
@@ -153,7 +153,7 @@ class JobService:
         wanted_kind = _choice(kind, "kind", kinds.names())
         page_size = parse_limit(limit, default=JOB_LIST_LIMIT)
         start = parse_offset(offset)
-        rows, total = self.repository.list(
+        rows, total = self._repository.list(
             status=wanted_status, kind=wanted_kind, limit=page_size, offset=start
         )
         return {
@@ -167,13 +167,28 @@ class JobService:
         ctx.require_read("job_show")
         return job_view(self._get(parse_job_id(job_id)))
 
+    def record(self, job_id: str) -> dict[str, Any] | None:
+        """A job's row as stored, for the job kinds that build on another job (a repair on its
+        audit); None for an unknown job."""
+        return self._repository.get(job_id)
+
+    def any_waiting(self, kind: str, statuses: tuple[str, ...]) -> bool:
+        """Whether a job of `kind` is in one of `statuses` (the sweeps' look at the queue)."""
+        return any(self._repository.any_with(kind, status) for status in statuses)
+
+    def write_demo_step(self, step_id: str, job_id: str, step: int, attempt: int) -> None:
+        self._repository.write_demo_step(step_id, job_id, step, attempt)
+
+    def demo_steps_written(self, job_id: str) -> int:
+        return self._repository.demo_steps_written(job_id)
+
     def counts(self) -> dict[str, int]:
         """Jobs per status, for the status report."""
-        found = self.repository.count_by_status()
+        found = self._repository.count_by_status()
         return {status.value: found.get(status.value, 0) for status in Status}
 
     def _get(self, job_id: str) -> dict[str, Any]:
-        row = self.repository.get(job_id)
+        row = self._repository.get(job_id)
         if row is None:
             raise JobNotFound(f"job {job_id} does not exist")
         return row
@@ -195,7 +210,7 @@ class JobService:
                 raise JobOrphaned(
                     f"job {job_id} is recorded as running, but no worker is running it"
                 )
-            written = self.repository.compare_and_set(row, changes)
+            written = self._repository.compare_and_set(row, changes)
             if written is None:
                 continue
             self.executor.announce(written, "updated")

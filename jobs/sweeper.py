@@ -5,7 +5,9 @@ A burst of events (a mine files thousands of drawers) is gathered for up to `GAT
 until `GATHER_SECS` pass without another, and then looked at once: one look at the queue serves
 them all. A running job does not count as waiting, so what is written during a run is read by
 the next one. The embed job (`palace.embeddings.job`) and the extract job (`graph.extraction`)
-each subclass it with what enables it and which events call for it.
+each subclass it with what enables it and which events call for it, and their apps register the
+subclass with their job kinds (`jobs.kinds.AppJobs`); the daemon and `memcastle worker` start
+one of each once their job workers run (`memcastle_project.runtime`).
 """
 
 from __future__ import annotations
@@ -88,10 +90,7 @@ class Sweeper(abc.ABC):
             try:
                 statuses = ("queued", "running") if at_start_up else ("queued",)
                 for status in statuses:
-                    _, waiting = self.jobs.repository.list(
-                        status=status, kind=self.kind, limit=1, offset=0
-                    )
-                    if waiting:
+                    if self.jobs.any_waiting(self.kind, (status,)):
                         self.logger.debug("%s sweep: a job is already %s", self.kind, status)
                         return None
                 return self.jobs.submit(

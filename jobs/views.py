@@ -15,8 +15,8 @@ from kernel.rest import (
     errors,
     refuse_body_fields,
     request_context,
+    service,
 )
-from memcastle_project import runtime
 
 JOB = inline_serializer(
     "Job",
@@ -104,11 +104,12 @@ SUBMISSION = inline_serializer(
 )
 
 
-def _jobs() -> JobService:
-    return runtime.current().jobs
+# Every view of jobs calls `JobService`.
+class JobServiceView(MemCastleView):
+    jobs: JobService = service()
 
 
-class JobsView(MemCastleView):
+class JobsView(JobServiceView):
     query_parameters = ("status", "kind", "limit", "offset")
 
     @extend_schema(
@@ -136,7 +137,7 @@ class JobsView(MemCastleView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            _jobs().list_jobs(
+            self.jobs.list_jobs(
                 request_context(request),
                 status=params.get("status"),
                 kind=params.get("kind"),
@@ -153,20 +154,20 @@ class JobsView(MemCastleView):
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
-        return Response(_jobs().submit(ctx, request.data), status=201)
+        return Response(self.jobs.submit(ctx, request.data), status=201)
 
 
-class JobView(MemCastleView):
+class JobView(JobServiceView):
     @extend_schema(
         summary="Show a job: status, progress, checkpoint and result",
         parameters=[MODE_PARAMETER],
         responses={200: JOB, **errors(400, 403, 404)},
     )
     def get(self, request: Request, job_id: str) -> Response:
-        return Response(_jobs().show(request_context(request), job_id))
+        return Response(self.jobs.show(request_context(request), job_id))
 
 
-class JobControlView(MemCastleView):
+class JobControlView(JobServiceView):
     @extend_schema(
         summary="Pause, resume, cancel, force-cancel or retry a job (never mode-gated)",
         parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(ACTIONS))],
@@ -175,4 +176,4 @@ class JobControlView(MemCastleView):
     )
     def post(self, request: Request, job_id: str, action: str) -> Response:
         refuse_body_fields(request)
-        return Response(_jobs().control(action, job_id))
+        return Response(self.jobs.control(action, job_id))

@@ -11,20 +11,13 @@ a lost message costs nothing: queued jobs are dispatched again at every start.
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import threading
 
 from celery import Celery
 
-from graph import extraction
 from jobs.executor import Executor
-from kernel.config import Config
-from kernel.errors import ConfigInvalid, MemCastleError
-from kernel.logs import configure_logging, fields
-from kernel.store import Store
-from memcastle_project import runtime
-from memcastle_project.runtime import Runtime
+from kernel.logs import fields
 
 logger = logging.getLogger(__name__)
 
@@ -121,54 +114,3 @@ class JobWorker:
         self.begin_stop()
         if self._stopper is not None:
             self._stopper.join(STOP_TIMEOUT_SECS)
-
-
-def run_standalone(config: Config) -> int:
-    """`memcastle worker`: run jobs of a remote palace beside its daemons, until SIGTERM/SIGINT.
-
-    It claims from the same job rows as the daemons, through the same Redis broker, and drains
-    like a daemon when stopped.
-    """
-    configure_logging(config.log_level, config.log_format)
-    if config.store.mode != "remote" or not config.jobs.broker_url:
-        raise ConfigInvalid(
-            '`memcastle worker` needs store.mode = "remote" and jobs.broker_url: an embedded '
-            "palace runs its jobs inside its daemon"
-        )
-    store = Store.from_config(config)
-    store.open()
-    try:
-        state = store.migration_state()
-        if state.pending:
-            raise MemCastleError(
-                f"the palace's schema is at migration {state.applied} of {state.available}",
-                code="memcastle::migrate::pending",
-                help="start a daemon of this version once, or run `memcastle migrate`",
-            )
-        daemon = Runtime.build(config, store)
-        runtime.install(daemon)
-        worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
-        worker.start()
-        stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
-        daemon.executor.start_up()
-        daemon.embeddings.start_sweeps(daemon.jobs, daemon.events)
-        extraction.start_sweeps(daemon.config.extraction, daemon.jobs, daemon.events, daemon.store)
-        logger.info(
-            "worker ready",
-            extra=fields(
-                worker_id=daemon.executor.worker_id, concurrency=config.jobs.max_concurrency
-            ),
-        )
-        stop.wait()
-        logger.info("stopping: draining running jobs")
-        worker.begin_stop()
-        daemon.executor.begin_drain()
-        daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
-        worker.wait_stopped()
-    finally:
-        runtime.install(None)
-        store.close()
-    logger.info("stopped")
-    return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, serializers
@@ -96,6 +96,22 @@ class JSONOnly(BaseContentNegotiation):
         self, request: Request, renderers: list, format_suffix: str | None = None
     ) -> tuple[Any, str]:
         return renderers[0], renderers[0].media_type
+
+
+class _NotHandedOver:
+    """A view's service before the composition root hands it over: any use fails loudly."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise ImproperlyConfigured(
+            "the view's service was not handed over: bind it with View.as_view(name=service)"
+        )
+
+
+def service() -> Any:
+    """Declares a service a view calls, handed over by the composition root with
+    `as_view(palace=...)` (`memcastle_project.urls`): `palace: PalaceService = service()`.
+    Django's `as_view` takes only keywords the class has an attribute for."""
+    return _NotHandedOver()
 
 
 # The base of every REST view: JSON in and out; authentication is done at the ASGI edge.

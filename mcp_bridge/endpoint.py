@@ -17,6 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from kernel.asgi import Receive, Scope, Send, send_error
 from kernel.errors import MAX_BODY_BYTES, BodyTooLarge, MemCastleError
 from mcp_bridge.server import build_server
+from mcp_bridge.tools import ToolServices
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,8 @@ def headers_at_once(send: Send) -> Send:
 class McpEndpoint:
     """The ASGI application mounted at /mcp."""
 
-    def __init__(self) -> None:
+    def __init__(self, services: ToolServices) -> None:
+        self.services = services
         self.manager: StreamableHTTPSessionManager | None = None
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -131,7 +133,7 @@ class McpEndpoint:
             # anything before its answer, and the stream cost 1.7 ms more per call here
             # (bench/mcp.py, docs/benchmarks.md). The session's GET stream stays SSE.
             self.manager = StreamableHTTPSessionManager(
-                build_server(),
+                build_server(self.services),
                 session_idle_timeout=SESSION_IDLE_SECS,
                 json_response=True,
                 max_request_body_size=MAX_BODY_BYTES,

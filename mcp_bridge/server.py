@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 import mcp_types as types
@@ -23,7 +23,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from kernel import __version__
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid, MemCastleError, ServerFailed
-from mcp_bridge.tools import BY_NAME, MODE_KEY, TOOLS, Call, Tool
+from mcp_bridge.tools import BY_NAME, MODE_KEY, TOOLS, Call, Tool, ToolServices
 
 logger = logging.getLogger(__name__)
 
@@ -100,30 +100,40 @@ async def list_tools(
     return types.ListToolsResult(tools=[listing(tool) for tool in TOOLS])
 
 
-async def call_tool(
-    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
-    try:
-        tool = BY_NAME.get(params.name)
-        if tool is None:
-            raise InputInvalid("name", f"is not a MemCastle tool (known: {', '.join(BY_NAME)})")
-        state = session_state(ctx)
-        call = Call(
-            arguments=checked_arguments(tool, params.arguments),
-            ctx=RequestContext(
-                mode=state.get(MODE_KEY, Mode.FULL) if state is not None else Mode.FULL,
-                requested_by="mcp",
-            ),
-            session=state,
-        )
-        # Services are synchronous; they run on the thread the REST views use.
-        answer = await sync_to_async(tool.run, thread_sensitive=True)(call)
-    except MemCastleError as error:
-        return rendered(error.body(), is_error=True)
-    except Exception:
-        logger.exception("unexpected failure in MCP tool %s", params.name)
-        return rendered(ServerFailed().body(), is_error=True)
-    return rendered(answer)
+def tool_caller(
+    services: ToolServices,
+) -> Callable[
+    [ServerRequestContext[Any], types.CallToolRequestParams], Awaitable[types.CallToolResult]
+]:
+    """The `tools/call` handler: each call runs its tool on `services`."""
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            tool = BY_NAME.get(params.name)
+            if tool is None:
+                raise InputInvalid("name", f"is not a MemCastle tool (known: {', '.join(BY_NAME)})")
+            state = session_state(ctx)
+            call = Call(
+                arguments=checked_arguments(tool, params.arguments),
+                ctx=RequestContext(
+                    mode=state.get(MODE_KEY, Mode.FULL) if state is not None else Mode.FULL,
+                    requested_by="mcp",
+                ),
+                session=state,
+                services=services,
+            )
+            # Services are synchronous; they run on the thread the REST views use.
+            answer = await sync_to_async(tool.run, thread_sensitive=True)(call)
+        except MemCastleError as error:
+            return rendered(error.body(), is_error=True)
+        except Exception:
+            logger.exception("unexpected failure in MCP tool %s", params.name)
+            return rendered(ServerFailed().body(), is_error=True)
+        return rendered(answer)
+
+    return call_tool
 
 
 async def no_discovery(
@@ -142,14 +152,14 @@ async def no_discovery(
     )
 
 
-def build_server() -> Server[Any]:
+def build_server(services: ToolServices) -> Server[Any]:
     server: Server[Any] = Server(
         "memcastle",
         version=__version__,
         title="MemCastle",
         instructions=instructions(TOOLS),
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        on_call_tool=tool_caller(services),
     )
     server.add_request_handler("server/discover", types.RequestParams, no_discovery)
     return server

@@ -11,27 +11,60 @@ from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid
 from mcp_bridge import schemas
 from mcp_bridge.schemas import JOB_ID, Schema, boolean, integer, string
-from memcastle_project import runtime, system
 from palace.search import query as search_query
+
+if TYPE_CHECKING:
+    from graph.services import GraphService
+    from jobs.services import JobService
+    from palace.journal import JournalService
+    from palace.search.service import SearchService
+    from palace.services import PalaceService
+    from sources.configured import ConfiguredSection
 
 # Where a session keeps its mode (see `server.session_state`).
 MODE_KEY = "memcastle.mode"
 
 
+class StatusReport(Protocol):
+    def status(self, ctx: RequestContext) -> dict[str, Any]: ...
+
+
+class ToolServices(Protocol):
+    """What the tools call, handed over by the composition root."""
+
+    @property
+    def system(self) -> StatusReport: ...
+    @property
+    def search(self) -> SearchService: ...
+    @property
+    def palace(self) -> PalaceService: ...
+    @property
+    def graph(self) -> GraphService: ...
+    @property
+    def journal(self) -> JournalService: ...
+    @property
+    def jobs(self) -> JobService: ...
+    @property
+    def miners(self) -> ConfiguredSection: ...
+    @property
+    def triggers(self) -> ConfiguredSection: ...
+
+
 @dataclass(frozen=True)
 class Call:
-    """One tool call: its checked arguments, who asks in which mode, and the session's state
-    (`None` for a request that belongs to no MCP session)."""
+    """One tool call: its checked arguments, who asks in which mode, the session's state
+    (`None` for a request that belongs to no MCP session) and the services it calls."""
 
     arguments: dict[str, Any]
     ctx: RequestContext
     session: MutableMapping[str, Any] | None
+    services: ToolServices
 
 
 @dataclass(frozen=True)
@@ -52,7 +85,7 @@ class Tool:
 
 
 def _status(call: Call) -> Any:
-    return system.status(runtime.current(), call.ctx)
+    return call.services.system.status(call.ctx)
 
 
 def _set_mode(call: Call) -> Any:
@@ -73,37 +106,35 @@ def _set_mode(call: Call) -> Any:
 
 def _search(call: Call) -> Any:
     query = search_query.from_options(call.arguments)
-    return runtime.current().search.search(call.ctx, query)
+    return call.services.search.search(call.ctx, query)
 
 
 def _recall(call: Call) -> Any:
     query = search_query.from_options(call.arguments, recall=True)
-    return runtime.current().search.search(call.ctx, query, recall=True)
+    return call.services.search.search(call.ctx, query, recall=True)
 
 
 def _history(call: Call) -> Any:
-    return runtime.current().palace.history(call.ctx, _required(call, "drawer_id"))
+    return call.services.palace.history(call.ctx, _required(call, "drawer_id"))
 
 
 def _fact_history(call: Call) -> Any:
     relationship_id = _required(call, "relationship_id")
-    return runtime.current().graph.history(
-        call.ctx, relationship_id, as_of=call.arguments.get("as_of")
-    )
+    return call.services.graph.history(call.ctx, relationship_id, as_of=call.arguments.get("as_of"))
 
 
 def _wake_up(call: Call) -> Any:
-    return runtime.current().journal.wake_up(
+    return call.services.journal.wake_up(
         call.ctx, **_keywords(call, "agent_identity", "wing", "max_items", "max_bytes")
     )
 
 
 def _diary_write(call: Call) -> Any:
-    return runtime.current().journal.write_diary(call.ctx, call.arguments)
+    return call.services.journal.write_diary(call.ctx, call.arguments)
 
 
 def _diary_read(call: Call) -> Any:
-    return runtime.current().journal.read_diary(
+    return call.services.journal.read_diary(
         call.ctx, **_keywords(call, "agent_identity", "wing", "limit")
     )
 
@@ -112,40 +143,40 @@ def _submit(kind: str) -> Callable[[Call], Any]:
     """Queue a job of `kind` with the arguments as its parameters; returned at once."""
 
     def submit(call: Call) -> Any:
-        return runtime.current().jobs.submit(call.ctx, {"type": kind, **call.arguments})
+        return call.services.jobs.submit(call.ctx, {"type": kind, **call.arguments})
 
     return submit
 
 
 def _job_list(call: Call) -> Any:
-    return runtime.current().jobs.list_jobs(call.ctx, **call.arguments)
+    return call.services.jobs.list_jobs(call.ctx, **call.arguments)
 
 
 def _job_get(call: Call) -> Any:
-    return runtime.current().jobs.show(call.ctx, _required(call, "job_id"))
+    return call.services.jobs.show(call.ctx, _required(call, "job_id"))
 
 
 def _job_control(action: str) -> Callable[[Call], Any]:
     def control(call: Call) -> Any:
-        return runtime.current().jobs.control(action, _required(call, "job_id"))
+        return call.services.jobs.control(action, _required(call, "job_id"))
 
     return control
 
 
 def _miner_list(call: Call) -> Any:
-    return runtime.current().miners.list(call.ctx)
+    return call.services.miners.list(call.ctx)
 
 
 def _miner_get(call: Call) -> Any:
-    return runtime.current().miners.get(call.ctx, _required(call, "name"))
+    return call.services.miners.get(call.ctx, _required(call, "name"))
 
 
 def _trigger_list(call: Call) -> Any:
-    return runtime.current().triggers.list(call.ctx)
+    return call.services.triggers.list(call.ctx)
 
 
 def _trigger_get(call: Call) -> Any:
-    return runtime.current().triggers.get(call.ctx, _required(call, "name"))
+    return call.services.triggers.get(call.ctx, _required(call, "name"))
 
 
 def _keywords(call: Call, *names: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The ASGI application Daphne serves: the token gate, then `/mcp` to the MCP endpoint and
-everything else to Django."""
+everything else to Django, each bound to the daemon's services."""
 
 from __future__ import annotations
 
@@ -17,12 +17,14 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.db import close_old_connections, reset_queries
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 
 from kernel.asgi import Receive, Scope, Send
 from mcp_bridge.endpoint import McpEndpoint
+from memcastle_project.composition import Services
 from memcastle_project.gate import TokenGate
+from memcastle_project.urls import URLConf
 
 # The event stream's view is async and streams for as long as the client listens: it keeps
 # Django's own async path, which does not hold the sync thread.
@@ -46,8 +48,9 @@ class DjangoApp(ASGIHandler):
     `Content-Length` rather than chunked.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, urlconf: URLConf) -> None:
         super().__init__()
+        self.urlconf = urlconf
         self._sync_handler = BaseHandler()
         self._sync_handler.load_middleware(is_async=False)
 
@@ -66,6 +69,16 @@ class DjangoApp(ASGIHandler):
         await self.send_response(response, send)
         if response.streaming:
             await sync_to_async(response.close, thread_sensitive=True)()
+
+    def create_request(
+        self, scope: Scope, body_file: Any
+    ) -> tuple[HttpRequest | None, HttpResponseBase | None]:
+        """The request, routed by this daemon's URL configuration, whose views are bound to its
+        services (Django reads `request.urlconf` before `ROOT_URLCONF`)."""
+        request, error = super().create_request(scope, body_file)
+        if request is not None:
+            request.urlconf = self.urlconf
+        return request, error
 
     def _respond(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
         """The response, rendered and, unless it streams, closed (Django's `request_finished`
@@ -103,7 +116,21 @@ class McpOrDjango:
         return await self.django_app(scope, receive, send)
 
 
+class Application:
+    """The daemon's ASGI application, on its services."""
+
+    def __init__(self, services: Services) -> None:
+        self.mcp = McpEndpoint(services)
+        django_app = DjangoApp(URLConf(services))
+        self.app = TokenGate(
+            ProtocolTypeRouter({"http": McpOrDjango(self.mcp, django_app)}),
+            services.tokens,
+            web_enabled=services.config.web_enable,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+
 django.setup(set_prefix=False)
 _drop_database_signal_receivers()
-mcp_endpoint = McpEndpoint()
-application = TokenGate(ProtocolTypeRouter({"http": McpOrDjango(mcp_endpoint, DjangoApp())}))

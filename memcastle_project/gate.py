@@ -10,7 +10,7 @@ import asyncio
 
 from kernel.asgi import ASGIApp, Receive, Scope, Send, send_error
 from kernel.errors import Unauthorized
-from memcastle_project import runtime
+from memcastle_project.auth import TokenService
 
 
 def _is_open(scope: Scope, web_enabled: bool) -> bool:
@@ -24,15 +24,16 @@ def _is_open(scope: Scope, web_enabled: bool) -> bool:
 class TokenGate:
     """ASGI middleware: refuses any HTTP request without a valid token when auth is enabled."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenService, *, web_enabled: bool) -> None:
         self.app = app
+        self.tokens = tokens
+        self.web_enabled = web_enabled
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        daemon = runtime.current()
-        tokens = daemon.tokens
+        tokens = self.tokens
         if scope["type"] != "http" or not tokens.enabled:
             return await self.app(scope, receive, send)
-        if _is_open(scope, daemon.config.web_enable):
+        if _is_open(scope, self.web_enabled):
             return await self.app(scope, receive, send)
         authorization = None
         for name, value in scope.get("headers", []):

@@ -1,97 +1,111 @@
-"""The running daemon's state: its configuration, its store and the services built on it.
+"""What runs around the services: the store, the job worker, the sweeps and the search indexes,
+started and stopped in one order for `memcastle serve` and `memcastle worker` alike.
 
-`serve` builds one `Runtime` at start-up and installs it; transports reach the services through
-`current()`. Nothing here opens connections on import.
+A daemon migrates the schema, prepares the palace (deduplication keys, lineage links), checks
+that authentication can work and keeps the search indexes; a standalone worker of a remote
+palace refuses a schema it does not know and runs jobs only. Both run the job worker, recover
+the jobs left running, and start one sweeper of each kind the apps registered.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import logging
 
-from graph.repository import GraphRepository
-from graph.services import GraphService
-from jobs.executor import Executor
-from jobs.services import JobService
+from jobs import kinds
+from jobs.worker import JobWorker
 from kernel.config import Config
-from kernel.errors import ServerFailed
-from kernel.events import EventBus
+from kernel.errors import MemCastleError
 from kernel.store import Store
-from memcastle_project.auth import TokenService
-from palace.embeddings.service import EmbeddingService
-from palace.journal import JournalService
-from palace.repository import PalaceRepository
-from palace.search.indexes import SearchIndexes
-from palace.search.service import SearchService
-from palace.services import PalaceService
-from sources.configured import ConfiguredSection
-from sources.services import SourceService
+from memcastle_project.composition import Services, compose
+
+logger = logging.getLogger(__name__)
 
 
-@dataclass
 class Runtime:
-    config: Config
-    store: Store
-    tokens: TokenService
-    palace: PalaceService
-    journal: JournalService
-    events: EventBus
-    executor: Executor
-    jobs: JobService
-    sources: SourceService
-    embeddings: EmbeddingService
-    indexes: SearchIndexes
-    search: SearchService
-    graph: GraphService
-    miners: ConfiguredSection
-    triggers: ConfiguredSection
-    bind_addr: str = ""
-    started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
-    pid: int = field(default_factory=os.getpid)
-    request_shutdown: Callable[[], None] = lambda: None
+    """A started process's services and the machinery that runs them."""
+
+    def __init__(self, services: Services, *, daemon: bool) -> None:
+        self.services = services
+        self.daemon = daemon
+        config = services.config
+        self.worker = JobWorker(
+            services.executor, config.jobs.broker_url, config.jobs.max_concurrency
+        )
+        self._indexes_started = False
 
     @classmethod
-    def build(cls, config: Config, store: Store) -> Runtime:
-        events = EventBus()
-        executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
-        palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
-        embeddings = EmbeddingService(store, config.embeddings)
-        indexes = SearchIndexes(
-            store,
-            config.palace_path / "search",
-            {name: profile.dimensions for name, profile in embeddings.profiles.items()},
+    def open(cls, config: Config, *, daemon: bool, bind_addr: str = "") -> Runtime:
+        """Open the store and build the services on it: a daemon applies the pending schema
+        migrations, a worker refuses to run with any pending."""
+        store = Store.from_config(config)
+        store.open()
+        try:
+            if daemon:
+                state = store.migrate()
+                logger.info("schema at migration %d of %d", state.applied, state.available)
+            else:
+                _refuse_pending_migrations(store)
+            return cls(compose(config, store, bind_addr=bind_addr), daemon=daemon)
+        except BaseException:
+            store.close()
+            raise
+
+    def start(self) -> None:
+        """Prepare the palace (a daemon), then run jobs: the worker, the recovery of jobs left
+        running, and the sweeps."""
+        services = self.services
+        if self.daemon:
+            self._prepare_palace()
+            self._check_auth()
+            services.indexes.start()
+            self._indexes_started = True
+        self.worker.start()
+        services.executor.start_up()
+        for each in kinds.sweepers(services):
+            each.start()
+
+    def begin_stop(self) -> None:
+        """Stop taking jobs and ask the running ones to checkpoint and go back to the queue."""
+        self.worker.begin_stop()
+        self.services.executor.begin_drain()
+
+    def close(self) -> None:
+        """Wait for the running jobs (at most `jobs.drain_timeout_secs`), then close the
+        indexes and the store, which releases the palace's lock."""
+        try:
+            self.begin_stop()
+            self.services.executor.finish_drain(self.services.config.jobs.drain_timeout_secs)
+            self.worker.wait_stopped()
+            if self._indexes_started:
+                self.services.indexes.close()
+        finally:
+            self.services.store.close()
+
+    def _prepare_palace(self) -> None:
+        palace = self.services.palace
+        filled = palace.backfill_dedup_keys()
+        if filled:
+            logger.info("gave %d drawers their deduplication keys", filled)
+        paired = palace.pair_unlinked_supersessions()
+        if paired:
+            logger.info("linked %d drawers superseded before lineage links existed", paired)
+
+    def _check_auth(self) -> None:
+        if self.services.config.auth_enabled and not self.services.tokens.has_credential():
+            raise MemCastleError(
+                "authentication is enabled but there is no token: neither auth.token nor a "
+                "generated token is set",
+                code="memcastle::auth::not_configured",
+                help="set MEMCASTLE_AUTH_TOKEN (16+ characters) or auth.token, or start once "
+                "with auth disabled and generate one with POST /api/auth/token",
+            )
+
+
+def _refuse_pending_migrations(store: Store) -> None:
+    state = store.migration_state()
+    if state.pending:
+        raise MemCastleError(
+            f"the palace's schema is at migration {state.applied} of {state.available}",
+            code="memcastle::migrate::pending",
+            help="start a daemon of this version once, or run `memcastle migrate`",
         )
-        return cls(
-            config=config,
-            store=store,
-            tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
-            palace=palace,
-            journal=JournalService(palace),
-            events=events,
-            executor=executor,
-            jobs=JobService(executor),
-            sources=SourceService(store, config.mining),
-            embeddings=embeddings,
-            indexes=indexes,
-            search=SearchService(palace, indexes, embeddings),
-            graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
-            # The miners and triggers configuration sections are not read yet: none are set.
-            miners=ConfiguredSection("miner"),
-            triggers=ConfiguredSection("trigger"),
-        )
-
-
-_current: Runtime | None = None
-
-
-def install(runtime: Runtime | None) -> None:
-    global _current
-    _current = runtime
-
-
-def current() -> Runtime:
-    if _current is None:
-        raise ServerFailed()
-    return _current

@@ -1,9 +1,11 @@
-"""Starting and stopping the daemon: `memcastle serve`.
+"""Starting and stopping the daemon (`memcastle serve`) and a standalone worker
+(`memcastle worker`).
 
-Start-up order: validate configuration, bind the listener (an address in use fails here, before
-storage is touched), open the store, apply migrations, check auth, then serve with Daphne in this
-process. SIGINT, SIGTERM and `POST /api/shutdown` stop the reactor; the store is closed (which
-releases the palace's lock) and the registry file removed before the process exits with 0.
+The daemon's start-up order: validate configuration, bind the listener (an address in use fails
+here, before storage is touched), open the store, apply migrations, check auth, then serve with
+Daphne in this process. SIGINT, SIGTERM and `POST /api/shutdown` stop the reactor; the store is
+closed (which releases the palace's lock) and the registry file removed before the process exits
+with 0.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,15 +24,13 @@ from typing import Any
 from daphne.server import Server  # isort: skip
 from twisted.internet import tcp
 
-from graph import extraction
-from jobs.worker import JobWorker
 from kernel import __version__
 from kernel.config import Config
-from kernel.errors import MemCastleError
-from kernel.logs import configure_logging
-from kernel.store import Store
-from memcastle_project import runtime
+from kernel.errors import ConfigInvalid, MemCastleError
+from kernel.logs import configure_logging, fields
+from memcastle_project.asgi import Application
 from memcastle_project.registry import RegistryFile
+from memcastle_project.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -79,63 +80,56 @@ def _endpoint(sock: socket.socket) -> str:
     return f"tcp6:port={port}:interface={escaped}"
 
 
-def _check_auth(daemon: runtime.Runtime) -> None:
-    if daemon.config.auth_enabled and not daemon.tokens.has_credential():
-        raise MemCastleError(
-            "authentication is enabled but there is no token: neither auth.token nor a "
-            "generated token is set",
-            code="memcastle::auth::not_configured",
-            help="set MEMCASTLE_AUTH_TOKEN (16+ characters) or auth.token, or start once with "
-            "auth disabled and generate one with POST /api/auth/token",
-        )
-
-
 def serve(config: Config) -> int:
     """Run the daemon until it is asked to stop; returns the exit status."""
     configure_logging(config.log_level, config.log_format)
     sock = bind_listener(config.bind, config.port)
-    store = Store.from_config(config)
     try:
-        store.open()
-        state = store.migrate()
-        logger.info("schema at migration %d of %d", state.applied, state.available)
-        daemon = runtime.Runtime.build(config, store)
-        daemon.bind_addr = address_of(sock)
-        # Job handlers reach the services through it, and jobs may start before serving does.
-        runtime.install(daemon)
-        filled = daemon.palace.backfill_dedup_keys()
-        if filled:
-            logger.info("gave %d drawers their deduplication keys", filled)
-        paired = daemon.palace.pair_unlinked_supersessions()
-        if paired:
-            logger.info("linked %d drawers superseded before lineage links existed", paired)
-        _check_auth(daemon)
-        daemon.indexes.start()
-        if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
-            logger.warning("listening on %s without authentication", daemon.bind_addr)
-        worker = JobWorker(daemon.executor, config.jobs.broker_url, config.jobs.max_concurrency)
-        worker.start()
-
-        def stop_jobs() -> None:
-            worker.begin_stop()
-            daemon.executor.begin_drain()
-
+        runtime = Runtime.open(config, daemon=True, bind_addr=address_of(sock))
         try:
-            daemon.executor.start_up()
-            daemon.embeddings.start_sweeps(daemon.jobs, daemon.events)
-            extraction.start_sweeps(
-                daemon.config.extraction, daemon.jobs, daemon.events, daemon.store
-            )
-            _run(daemon, sock, stop_jobs)
+            runtime.start()
+            if config.bind not in ("127.0.0.1", "::1") and not config.auth_enabled:
+                logger.warning(
+                    "listening on %s without authentication", runtime.services.system.bind_addr
+                )
+            _run(runtime, sock)
         finally:
-            stop_jobs()
-            daemon.executor.finish_drain(config.jobs.drain_timeout_secs)
-            worker.wait_stopped()
-            daemon.indexes.close()
+            runtime.close()
     finally:
-        runtime.install(None)
-        store.close()
         sock.close()
+    logger.info("stopped")
+    return 0
+
+
+def work(config: Config) -> int:
+    """`memcastle worker`: run jobs of a remote palace beside its daemons, until SIGTERM/SIGINT.
+
+    It claims from the same job rows as the daemons, through the same Redis broker, and drains
+    like a daemon when stopped.
+    """
+    configure_logging(config.log_level, config.log_format)
+    if config.store.mode != "remote" or not config.jobs.broker_url:
+        raise ConfigInvalid(
+            '`memcastle worker` needs store.mode = "remote" and jobs.broker_url: an embedded '
+            "palace runs its jobs inside its daemon"
+        )
+    runtime = Runtime.open(config, daemon=False)
+    try:
+        runtime.start()
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        logger.info(
+            "worker ready",
+            extra=fields(
+                worker_id=runtime.services.executor.worker_id,
+                concurrency=config.jobs.max_concurrency,
+            ),
+        )
+        stop.wait()
+        logger.info("stopping: draining running jobs")
+    finally:
+        runtime.close()
     logger.info("stopped")
     return 0
 
@@ -185,19 +179,19 @@ class Drain:
             self.reactor.stop()
 
 
-def _run(daemon: runtime.Runtime, sock: socket.socket, stop_jobs: Callable[[], None]) -> None:
+def _run(runtime: Runtime, sock: socket.socket) -> None:
     from twisted.internet import reactor
 
-    from memcastle_project.asgi import application, mcp_endpoint
-
-    registry = RegistryFile(daemon.config)
+    services = runtime.services
+    application = Application(services)
+    registry = RegistryFile(services.config)
 
     def stop_streams_and_jobs() -> None:
         # Event streams end at once (they are never waited for); MCP sessions once their calls
         # in flight are answered; jobs checkpoint meanwhile.
-        daemon.events.close()
-        mcp_endpoint.close()
-        stop_jobs()
+        services.events.close()
+        application.mcp.close()
+        runtime.begin_stop()
 
     drain = Drain(reactor, stop_streams_and_jobs)
 
@@ -205,17 +199,17 @@ def _run(daemon: runtime.Runtime, sock: socket.socket, stop_jobs: Callable[[], N
         reactor.callFromThread(drain.begin)
 
     def ready() -> None:
-        registry.write(daemon.bind_addr, daemon.started_at)
+        registry.write(services.system.bind_addr, services.system.started_at)
         logger.info(
             "MemCastle %s serving palace %s on http://%s (pid %d)",
             __version__,
-            daemon.config.palace_path,
-            daemon.bind_addr,
-            daemon.pid,
+            services.config.palace_path,
+            services.system.bind_addr,
+            services.system.pid,
         )
 
     # The shutdown request is itself in flight, so the drain answers it before stopping.
-    daemon.request_shutdown = lambda: reactor.callFromThread(drain.begin)
+    services.system.request_shutdown = lambda: reactor.callFromThread(drain.begin)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     server = Server(

@@ -1,7 +1,9 @@
 """Django settings. MemCastle keeps everything in SurrealDB, so there is no Django database.
 
-Runtime configuration (palace path, address, auth...) is not read here: `memcastle serve` loads
-it with `kernel.config` and installs the runtime (see `memcastle_project.runtime`).
+The daemon's configuration (palace path, address, auth...) is not read here: `memcastle serve`
+loads it with `kernel.config` and builds the services on it (`memcastle_project.composition`).
+The routes are bound to those services per daemon (`memcastle_project.urls.URLConf`, set on each
+request), so `ROOT_URLCONF` names a module that routes nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ INSTALLED_APPS = [
 ]
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = "memcastle_project.urls"
-ASGI_APPLICATION = "memcastle_project.asgi.application"
 DATABASES: dict = {}
 APPEND_SLASH = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES

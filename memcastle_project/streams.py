@@ -9,16 +9,15 @@ daemon shuts down.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 
 from kernel.context import MODE_HEADER, RequestContext
 from kernel.errors import MemCastleError
-from kernel.events import Subscription
+from kernel.events import EventBus, Subscription
 from kernel.rest import method_not_allowed
-from memcastle_project import runtime
 
 
 def frame(kind: str, data: dict[str, Any]) -> bytes:
@@ -44,25 +43,30 @@ def _refusal(error: MemCastleError) -> JsonResponse:
     return JsonResponse(error.body(), status=error.status)
 
 
-async def events(request: HttpRequest) -> HttpResponseBase:
-    """A read under the memory mode: disabled is refused, read_only gets the same stream."""
-    if request.method != "GET":
-        response = _refusal(method_not_allowed(f'Method "{request.method}" not allowed.'))
-        response["Allow"] = "GET"
+def event_stream(
+    events: EventBus, keepalive_secs: float
+) -> Callable[[HttpRequest], Awaitable[HttpResponseBase]]:
+    """The view of `GET /api/events` on this daemon's event bus."""
+
+    async def view(request: HttpRequest) -> HttpResponseBase:
+        """A read under the memory mode: disabled is refused, read_only gets the same stream."""
+        if request.method != "GET":
+            response = _refusal(method_not_allowed(f'Method "{request.method}" not allowed.'))
+            response["Allow"] = "GET"
+            return response
+        try:
+            RequestContext.build(mode=request.headers.get(MODE_HEADER)).require_read("events")
+        except MemCastleError as error:
+            return _refusal(error)
+        response = StreamingHttpResponse(
+            _frames(events.subscribe(), keepalive_secs), content_type="text/event-stream"
+        )
+        response["Cache-Control"] = "no-cache"
+        # nginx would otherwise buffer the stream.
+        response["X-Accel-Buffering"] = "no"
         return response
-    try:
-        RequestContext.build(mode=request.headers.get(MODE_HEADER)).require_read("events")
-    except MemCastleError as error:
-        return _refusal(error)
-    daemon = runtime.current()
-    response = StreamingHttpResponse(
-        _frames(daemon.events.subscribe(), daemon.config.events_keepalive_secs),
-        content_type="text/event-stream",
-    )
-    response["Cache-Control"] = "no-cache"
-    # nginx would otherwise buffer the stream.
-    response["X-Accel-Buffering"] = "no"
-    return response
+
+    return view
 
 
 def document_event_stream(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Callable
 from typing import Any
 
+from jobs.services import JobService
 from kernel import __version__
+from kernel.config import Config
 from kernel.context import RequestContext
 from kernel.errors import MemCastleError
-from memcastle_project.runtime import Runtime
+from kernel.store import Store
+from palace.embeddings.service import EmbeddingService
+from palace.search.indexes import SearchIndexes
+from palace.services import PalaceService
 
 
 def health() -> dict[str, str]:
@@ -17,52 +24,75 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-def status(daemon: Runtime, ctx: RequestContext) -> dict[str, Any]:
-    """The status report. It only reports the request's mode, so it is never refused by it;
-    an unhealthy datastore is reported here, inside a 200."""
-    healthy, error = daemon.store.healthy()
-    migrations: dict[str, int] | None = None
-    drawers: int | None = None
-    jobs: dict[str, int] | None = None
-    if healthy:
-        try:
-            migrations = daemon.store.migration_state().as_dict()
-            drawers = daemon.palace.repository.drawer_total()
-            jobs = daemon.jobs.counts()
-        except MemCastleError as exc:
-            healthy, error = False, exc.message
-    now = dt.datetime.now(dt.UTC)
-    datastore: dict[str, Any] = {"healthy": healthy}
-    if error:
-        datastore["error"] = error
-    return {
-        "version": __version__,
-        "pid": daemon.pid,
-        "started_at": daemon.started_at,
-        "uptime_secs": int((now - daemon.started_at).total_seconds()),
-        "bind_addr": daemon.bind_addr,
-        "mcp_url": f"http://{daemon.bind_addr}/mcp",
-        "palace": str(daemon.config.palace_path),
-        "store": {"mode": daemon.store.mode},
-        "datastore": datastore,
-        "migrations": migrations,
-        "drawers": drawers,
-        "jobs": jobs,
-        "search": daemon.indexes.status(),
-        "embeddings": {
-            "default_profile": daemon.embeddings.default.name
-            if daemon.embeddings.default
-            else None,
-            "profiles": {
-                name: profile.provenance() for name, profile in daemon.embeddings.profiles.items()
+class SystemService:
+    """The daemon's report on itself, and the way to stop it."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        palace: PalaceService,
+        jobs: JobService,
+        indexes: SearchIndexes,
+        embeddings: EmbeddingService,
+        bind_addr: str,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.palace = palace
+        self.jobs = jobs
+        self.indexes = indexes
+        self.embeddings = embeddings
+        self.bind_addr = bind_addr
+        self.started_at = dt.datetime.now(dt.UTC)
+        self.pid = os.getpid()
+        # Set by the server once it runs: stops it gracefully.
+        self.request_shutdown: Callable[[], None] = lambda: None
+
+    def status(self, ctx: RequestContext) -> dict[str, Any]:
+        """The status report. It only reports the request's mode, so it is never refused by it;
+        an unhealthy datastore is reported here, inside a 200."""
+        healthy, error = self.store.healthy()
+        migrations: dict[str, int] | None = None
+        drawers: int | None = None
+        jobs: dict[str, int] | None = None
+        if healthy:
+            try:
+                migrations = self.store.migration_state().as_dict()
+                drawers = self.palace.repository.drawer_total()
+                jobs = self.jobs.counts()
+            except MemCastleError as exc:
+                healthy, error = False, exc.message
+        now = dt.datetime.now(dt.UTC)
+        datastore: dict[str, Any] = {"healthy": healthy}
+        if error:
+            datastore["error"] = error
+        default = self.embeddings.default
+        return {
+            "version": __version__,
+            "pid": self.pid,
+            "started_at": self.started_at,
+            "uptime_secs": int((now - self.started_at).total_seconds()),
+            "bind_addr": self.bind_addr,
+            "mcp_url": f"http://{self.bind_addr}/mcp",
+            "palace": str(self.config.palace_path),
+            "store": {"mode": self.store.mode},
+            "datastore": datastore,
+            "migrations": migrations,
+            "drawers": drawers,
+            "jobs": jobs,
+            "search": self.indexes.status(),
+            "embeddings": {
+                "default_profile": default.name if default else None,
+                "profiles": {
+                    name: profile.provenance() for name, profile in self.embeddings.profiles.items()
+                },
             },
-        },
-        "auth_enabled": daemon.config.auth_enabled,
-        "mode": ctx.mode.value,
-    }
+            "auth_enabled": self.config.auth_enabled,
+            "mode": ctx.mode.value,
+        }
 
-
-def shutdown(daemon: Runtime) -> dict[str, bool]:
-    """Never gated by a memory mode; the daemon drains and exits with status 0."""
-    daemon.request_shutdown()
-    return {"shutting_down": True}
+    def shutdown(self) -> dict[str, bool]:
+        """Never gated by a memory mode; the daemon drains and exits with status 0."""
+        self.request_shutdown()
+        return {"shutting_down": True}

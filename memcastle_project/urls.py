@@ -1,8 +1,15 @@
-"""Every route of the REST API, under /api."""
+"""Every route of the REST API, under /api, each view bound to the services it calls.
+
+The daemon's ASGI handler sets a `URLConf` on each request (`memcastle_project.asgi`), so the
+views get their services from the composition root rather than looking them up. `ROOT_URLCONF`
+names this module only because Django requires one; it routes nothing by itself.
+"""
 
 from __future__ import annotations
 
-from django.urls import path, re_path
+from typing import TYPE_CHECKING
+
+from django.urls import URLPattern, URLResolver, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from graph import views as graph
@@ -13,55 +20,110 @@ from palace.embeddings import views as embeddings
 from palace.search import views as search
 from sources import views as sources
 
-urlpatterns = [
-    path("api/health", views.HealthView.as_view()),
-    path("api/status", views.StatusView.as_view()),
-    path("api/shutdown", views.ShutdownView.as_view()),
-    path("api/auth/token", views.TokenView.as_view()),
-    path("api/wings", palace.WingsView.as_view()),
-    path("api/wings/<str:wing>", palace.WingView.as_view()),
-    path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view()),
-    path("api/wings/<str:wing>/rooms/<str:room>", palace.RoomView.as_view()),
-    path("api/wings/<str:wing>/rooms/<str:room>/drawers", palace.DrawersView.as_view()),
-    path(
-        "api/wings/<str:wing>/rooms/<str:room>/drawers/<path:drawer>",
-        palace.DrawerView.as_view(),
-    ),
-    path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view()),
-    path("api/drawers/<str:drawer_id>/supersede", palace.DrawerSupersedeView.as_view()),
-    path("api/drawers/<str:drawer_id>/history", palace.DrawerHistoryView.as_view()),
-    path("api/drawers/<str:drawer_id>/duplicates", palace.DrawerDuplicatesView.as_view()),
-    path("api/drawers/<str:drawer_id>/embedding", embeddings.DrawerEmbeddingView.as_view()),
-    path("api/drawers/<str:drawer_id>/mentions", graph.DrawerMentionsView.as_view()),
-    path("api/entities", graph.EntitiesView.as_view()),
-    path("api/entities/<str:entity_id>", graph.EntityView.as_view()),
-    path("api/entities/<str:entity_id>/relationships", graph.EntityRelationshipsView.as_view()),
-    path("api/entities/<str:entity_id>/mentions", graph.EntityMentionsView.as_view()),
-    path("api/entities/<str:entity_id>/candidates", graph.EntityCandidatesView.as_view()),
-    path("api/entities/<str:entity_id>/aliases", graph.EntityAliasesView.as_view()),
-    path(
-        "api/relationships/<str:relationship_id>/history",
-        graph.RelationshipHistoryView.as_view(),
-    ),
-    path("api/graph", graph.GraphView.as_view()),
-    path("api/notes", palace.NotesView.as_view()),
-    path("api/diary", palace.DiaryView.as_view()),
-    path("api/wake-up", palace.WakeUpView.as_view()),
-    path("api/search", search.SearchView.as_view()),
-    path("api/recall", search.RecallView.as_view()),
-    path("api/jobs", jobs.JobsView.as_view()),
-    path("api/jobs/<str:job_id>", jobs.JobView.as_view()),
-    re_path(
-        r"^api/jobs/(?P<job_id>[^/]+)/(?P<action>pause|resume|cancel|force-cancel|retry)$",
-        jobs.JobControlView.as_view(),
-    ),
-    path("api/sources", sources.SourcesView.as_view()),
-    path("api/events", streams.events),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
-    re_path(r"^ui(?:/(?P<path>.*))?$", views.dashboard),
-]
+if TYPE_CHECKING:
+    from memcastle_project.composition import Services
 
-handler400 = "kernel.rest.handler400"
-handler404 = "kernel.rest.handler404"
-handler500 = "kernel.rest.handler500"
+urlpatterns: list[URLPattern | URLResolver] = []
+
+
+class URLConf:
+    """The routes of one daemon. Django reads `urlpatterns` and the error handlers from the
+    object a request's `urlconf` names."""
+
+    handler400 = "kernel.rest.handler400"
+    handler404 = "kernel.rest.handler404"
+    handler500 = "kernel.rest.handler500"
+
+    def __init__(self, services: Services) -> None:
+        self.urlpatterns = _routes(services, self)
+
+
+def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolver]:
+    palace_service = {"palace": services.palace}
+    graph_service = {"graph": services.graph}
+    journal = {"journal": services.journal}
+    job_service = {"jobs": services.jobs}
+    return [
+        path("api/health", views.HealthView.as_view()),
+        path("api/status", views.StatusView.as_view(system=services.system)),
+        path("api/shutdown", views.ShutdownView.as_view(system=services.system)),
+        path("api/auth/token", views.TokenView.as_view(tokens=services.tokens)),
+        path("api/wings", palace.WingsView.as_view(**palace_service)),
+        path("api/wings/<str:wing>", palace.WingView.as_view(**palace_service)),
+        path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view(**palace_service)),
+        path("api/wings/<str:wing>/rooms/<str:room>", palace.RoomView.as_view(**palace_service)),
+        path(
+            "api/wings/<str:wing>/rooms/<str:room>/drawers",
+            palace.DrawersView.as_view(**palace_service),
+        ),
+        path(
+            "api/wings/<str:wing>/rooms/<str:room>/drawers/<path:drawer>",
+            palace.DrawerView.as_view(**palace_service),
+        ),
+        path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view(**palace_service)),
+        path(
+            "api/drawers/<str:drawer_id>/supersede",
+            palace.DrawerSupersedeView.as_view(**palace_service),
+        ),
+        path(
+            "api/drawers/<str:drawer_id>/history",
+            palace.DrawerHistoryView.as_view(**palace_service),
+        ),
+        path(
+            "api/drawers/<str:drawer_id>/duplicates",
+            palace.DrawerDuplicatesView.as_view(**palace_service),
+        ),
+        path(
+            "api/drawers/<str:drawer_id>/embedding",
+            embeddings.DrawerEmbeddingView.as_view(embeddings=services.embeddings),
+        ),
+        path(
+            "api/drawers/<str:drawer_id>/mentions",
+            graph.DrawerMentionsView.as_view(**graph_service),
+        ),
+        path("api/entities", graph.EntitiesView.as_view(**graph_service)),
+        path("api/entities/<str:entity_id>", graph.EntityView.as_view(**graph_service)),
+        path(
+            "api/entities/<str:entity_id>/relationships",
+            graph.EntityRelationshipsView.as_view(**graph_service),
+        ),
+        path(
+            "api/entities/<str:entity_id>/mentions",
+            graph.EntityMentionsView.as_view(**graph_service),
+        ),
+        path(
+            "api/entities/<str:entity_id>/candidates",
+            graph.EntityCandidatesView.as_view(**graph_service),
+        ),
+        path(
+            "api/entities/<str:entity_id>/aliases",
+            graph.EntityAliasesView.as_view(**graph_service),
+        ),
+        path(
+            "api/relationships/<str:relationship_id>/history",
+            graph.RelationshipHistoryView.as_view(**graph_service),
+        ),
+        path("api/graph", graph.GraphView.as_view(**graph_service)),
+        path("api/notes", palace.NotesView.as_view(**journal)),
+        path("api/diary", palace.DiaryView.as_view(**journal)),
+        path("api/wake-up", palace.WakeUpView.as_view(**journal)),
+        path("api/search", search.SearchView.as_view(search=services.search)),
+        path("api/recall", search.RecallView.as_view(search=services.search)),
+        path("api/jobs", jobs.JobsView.as_view(**job_service)),
+        path("api/jobs/<str:job_id>", jobs.JobView.as_view(**job_service)),
+        re_path(
+            r"^api/jobs/(?P<job_id>[^/]+)/(?P<action>pause|resume|cancel|force-cancel|retry)$",
+            jobs.JobControlView.as_view(**job_service),
+        ),
+        path("api/sources", sources.SourcesView.as_view(sources=services.sources)),
+        path(
+            "api/events",
+            streams.event_stream(services.events, services.config.events_keepalive_secs),
+        ),
+        path("api/schema/", SpectacularAPIView.as_view(urlconf=urlconf), name="schema"),
+        path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
+        re_path(
+            r"^ui(?:/(?P<path>.*))?$",
+            views.dashboard(web_enabled=services.config.web_enable),
+        ),
+    ]

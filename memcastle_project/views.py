@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -15,8 +17,10 @@ from kernel.rest import (
     handler404,
     refuse_body_fields,
     request_context,
+    service,
 )
-from memcastle_project import runtime, system
+from memcastle_project.auth import TokenService
+from memcastle_project.system import SystemService, health
 
 
 class HealthView(MemCastleView):
@@ -25,19 +29,23 @@ class HealthView(MemCastleView):
         responses={200: inline_serializer("Health", {"status": serializers.CharField()})},
     )
     def get(self, request: Request) -> Response:
-        return Response(system.health())
+        return Response(health())
 
 
 class StatusView(MemCastleView):
+    system: SystemService = service()
+
     @extend_schema(
         summary="Status report (an unhealthy datastore is reported inside a 200)",
         responses={200: serializers.DictField(), **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        return Response(system.status(runtime.current(), request_context(request)))
+        return Response(self.system.status(request_context(request)))
 
 
 class ShutdownView(MemCastleView):
+    system: SystemService = service()
+
     @extend_schema(
         summary="Stop the daemon gracefully",
         request=None,
@@ -46,10 +54,12 @@ class ShutdownView(MemCastleView):
         },
     )
     def post(self, request: Request) -> Response:
-        return Response(system.shutdown(runtime.current()), status=202)
+        return Response(self.system.shutdown(), status=202)
 
 
 class TokenView(MemCastleView):
+    tokens: TokenService = service()
+
     @extend_schema(
         summary="Generate the API token (shown once; replaces the previous one)",
         request=None,
@@ -69,7 +79,7 @@ class TokenView(MemCastleView):
     def post(self, request: Request) -> Response:
         refuse_body_fields(request)
         ctx = administrative_context(request, body=request.data)
-        answer = runtime.current().tokens.generate(ctx)
+        answer = self.tokens.generate(ctx)
         response = Response(answer, status=201)
         response["Cache-Control"] = "no-store"
         return response
@@ -83,16 +93,20 @@ class TokenView(MemCastleView):
         },
     )
     def delete(self, request: Request) -> Response:
-        return Response(runtime.current().tokens.revoke(administrative_context(request)))
+        return Response(self.tokens.revoke(administrative_context(request)))
 
 
-def dashboard(request: HttpRequest, path: str = "") -> HttpResponse:
+def dashboard(*, web_enabled: bool) -> Callable[..., HttpResponse]:
     """`/ui`: the dashboard's files are not shipped yet, so an enabled dashboard answers 503."""
-    if not runtime.current().config.web_enable or request.method not in ("GET", "HEAD"):
-        return handler404(request)
-    return HttpResponse(
-        "<!doctype html><title>MemCastle</title>"
-        "<p>The dashboard's files are not installed in this version of MemCastle.</p>",
-        status=503,
-        content_type="text/html; charset=utf-8",
-    )
+
+    def view(request: HttpRequest, path: str = "") -> HttpResponse:
+        if not web_enabled or request.method not in ("GET", "HEAD"):
+            return handler404(request)
+        return HttpResponse(
+            "<!doctype html><title>MemCastle</title>"
+            "<p>The dashboard's files are not installed in this version of MemCastle.</p>",
+            status=503,
+            content_type="text/html; charset=utf-8",
+        )
+
+    return view

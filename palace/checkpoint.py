@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graph.services import EmptyLabel, check_fact_labels
-from jobs import kinds
+from jobs.kinds import JobKind
 from jobs.replay import unit_id
-from jobs.run import JobRun
 from jobs.states import Priority
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, NotFound
-from memcastle_project import runtime
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.services import NOT_RUN, Filed, Filing
+
+if TYPE_CHECKING:
+    from graph.services import GraphService
+    from jobs.run import JobRun
+    from palace.services import PalaceService
 
 DESTINATIONS = {
     "preference": "preferences",
@@ -42,6 +45,16 @@ MAX_ITEMS = 10_000
 # of a 1,000-item job (each rewrites the job's row, payload included) were still 23% of its
 # time (docs/benchmarks.md); 100 items take about 0.2 s, so a pause still lands quickly.
 CHUNK = 100
+
+
+class CheckpointServices(Protocol):
+    """What the checkpoint job calls: the palace files the items, the graph applies their
+    facts."""
+
+    @property
+    def palace(self) -> PalaceService: ...
+    @property
+    def graph(self) -> GraphService: ...
 
 
 def _refuse(index: int | None, problem: str) -> InputInvalid:
@@ -157,7 +170,7 @@ def _fact(index: int, raw: object) -> dict[str, Any]:
     return dict(raw)
 
 
-def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+def parse(body: Mapping[str, Any], services: object) -> dict[str, Any]:
     unknown = sorted(set(body) - {"payload", "emergency"})
     if unknown:
         raise InputInvalid(
@@ -179,7 +192,7 @@ def destination_of(item: Mapping[str, Any]) -> tuple[str, str]:
     return wing, room
 
 
-def run(job: JobRun) -> dict[str, Any]:
+def run(job: JobRun[CheckpointServices]) -> dict[str, Any]:
     """File the items a chunk at a time: one transaction per chunk, then the checkpoint.
 
     A unit of work is a chunk of up to `CHUNK` items; pause and cancel are honoured between
@@ -187,7 +200,7 @@ def run(job: JobRun) -> dict[str, Any]:
     their derived ids and not filed again. The last chunk's transaction also writes the job's
     end state, unless its items carry facts (applied after their drawers are written).
     """
-    palace = runtime.current().palace
+    palace = job.services.palace
     ctx = RequestContext.build(requested_by=job.requested_by)
     items = job.params["payload"]["items"]
     state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
@@ -245,7 +258,7 @@ def _tallied(
     }
 
 
-def _save(job: JobRun, state: dict[str, Any], total: int, *, last: bool) -> None:
+def _save(job: JobRun[Any], state: dict[str, Any], total: int, *, last: bool) -> None:
     done = state["next_index"]
     job.save(state, current=done, total=total, message=f"item {done} of {total}", last=last)
 
@@ -258,7 +271,7 @@ def _result(state: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _apply_facts(
-    job: JobRun,
+    job: JobRun[CheckpointServices],
     items: list[dict[str, Any]],
     ids: Mapping[int, str],
     stored: set[str],
@@ -267,10 +280,10 @@ def _apply_facts(
     """Apply the facts of a chunk's items, in order, each with its drawer as evidence; returns
     the items whose fact failed. The graph writes under ids derived from the drawer, so the
     facts of a replayed chunk (their drawers already stored) are applied again harmlessly."""
-    graph = runtime.current().graph
+    graph = job.services.graph
     replayed = [index for index in ids if ids[index] in stored and "fact" in items[index]]
     if replayed:
-        found = runtime.current().palace.repository.drawers_by_ids(ids[i] for i in replayed)
+        found = job.services.palace.repository.drawers_by_ids(ids[i] for i in replayed)
         evidence.update({index: found[ids[index]] for index in replayed if ids[index] in found})
     failed = []
     for index in sorted(evidence):
@@ -304,15 +317,13 @@ def _priority(params: Mapping[str, Any]) -> Priority:
     return Priority.CRITICAL if params.get("emergency") else Priority.HIGH
 
 
-CHECKPOINT = kinds.register(
-    kinds.JobKind(
-        name="checkpoint",
-        priority=Priority.HIGH,
-        parse=parse,
-        run=run,
-        gate=_gate,
-        summary="file an already-classified batch of memories, one drawer per item",
-        priority_for=_priority,
-        writes_palace=lambda params: True,
-    )
+CHECKPOINT = JobKind(
+    name="checkpoint",
+    priority=Priority.HIGH,
+    parse=parse,
+    run=run,
+    gate=_gate,
+    summary="file an already-classified batch of memories, one drawer per item",
+    priority_for=_priority,
+    writes_palace=lambda params: True,
 )

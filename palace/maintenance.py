@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jobs import kinds
-from jobs.run import JobRun
+from jobs.kinds import JobKind
 from jobs.states import Priority, Status
 from kernel.errors import InputInvalid
 from kernel.validation import is_uuid
-from memcastle_project import runtime
+
+if TYPE_CHECKING:
+    from jobs.run import JobRun
+    from jobs.services import JobService
+    from palace.embeddings.service import EmbeddingService
+    from palace.repository import MaintenanceRepository
+    from palace.services import PalaceService
 
 # The most ids a report lists; the counts are always whole.
 LISTED = 1000
@@ -28,7 +33,70 @@ class BasedOnJobInvalid(InputInvalid):
     code = "memcastle::repair::based_on_job_invalid"
 
 
-def parse_audit(body: Mapping[str, Any]) -> dict[str, Any]:
+class MaintenanceServices(Protocol):
+    @property
+    def maintenance(self) -> Maintenance: ...
+    @property
+    def jobs(self) -> JobService: ...
+
+
+class Maintenance:
+    """What an audit reports and what a repair removes."""
+
+    def __init__(
+        self,
+        repository: MaintenanceRepository,
+        palace: PalaceService,
+        embeddings: EmbeddingService,
+        jobs: JobService,
+    ) -> None:
+        self._repository = repository
+        self.palace = palace
+        self.embeddings = embeddings
+        self.jobs = jobs
+
+    def audit(self, job: JobRun[Any]) -> dict[str, Any]:
+        orphans = self._repository.orphan_drawer_ids()
+        job.check()
+        dangling = self._repository.dangling_job_refs()
+        job.check()
+        exhausted, running = self._repository.exhausted_and_running_jobs(job.job_id)
+        scope = job.params.get("scope")
+        default = self.embeddings.default
+        drawers, embedded = self._repository.drawers_and_embedded(
+            scope, default.name if default else None
+        )
+        return {
+            "orphan_drawers": {"count": len(orphans), "ids": orphans[:LISTED]},
+            "dangling_job_refs": {"count": len(dangling), "ids": dangling[:LISTED]},
+            "exhausted_jobs": {"count": len(exhausted), "ids": exhausted[:LISTED]},
+            "running_jobs": running,
+            # In the default embedding profile; with none, in any profile.
+            "drawers_without_embedding": len(set(drawers) - set(embedded)),
+            "scope": scope,
+        }
+
+    def repair(self, job: JobRun[Any]) -> dict[str, Any]:
+        orphans = self._repository.orphan_drawers()
+        based_on = job.params.get("based_on_job")
+        if based_on is not None:
+            orphans = _found_by(self.jobs.record(based_on) or {}, orphans)
+        planned = [drawer["id"] for drawer in orphans]
+        deleted = 0
+        if not job.params["dry_run"]:
+            for drawer in orphans:
+                job.check()
+                self.palace.remove_orphan(drawer)
+                deleted += 1
+        return {
+            "dry_run": job.params["dry_run"],
+            "planned": {"count": len(planned), "ids": planned[:LISTED]},
+            "deleted": deleted,
+            "based_on_job": based_on,
+        }
+
+
+def parse_audit(body: Mapping[str, Any], services: object) -> dict[str, Any]:
     unknown = sorted(set(body) - {"scope"})
     if unknown:
         raise InputInvalid(unknown[0], "is not an audit parameter (known: scope)")
@@ -38,44 +106,11 @@ def parse_audit(body: Mapping[str, Any]) -> dict[str, Any]:
     return {"scope": scope} if scope else {}
 
 
-def run_audit(job: JobRun) -> dict[str, Any]:
-    store = job.store
-    orphans = store.one(
-        "SELECT VALUE record::id(id) FROM drawer WHERE !record::exists(type::record('room', room))"
-    )
-    job.check()
-    dangling = store.one(
-        "SELECT VALUE record::id(id) FROM drawer WHERE provenance.job_id != NONE "
-        "AND !record::exists(type::record('job', provenance.job_id))"
-    )
-    job.check()
-    jobs = store.query(
-        "SELECT VALUE record::id(id) FROM job WHERE status = 'failed' "
-        "AND error_code = 'memcastle::jobs::recovery_exhausted';"
-        "SELECT count() AS n FROM job WHERE status = 'running' AND record::id(id) != $own_key "
-        "GROUP ALL;",
-        {"own_key": job.job_id},
-    )
-    scope = job.params.get("scope")
-    default = runtime.current().embeddings.default
-    drawers, embedded = store.query(
-        "LET $wing = (SELECT VALUE record::id(id) FROM wing WHERE name = $scope)[0];"
-        "SELECT VALUE record::id(id) FROM drawer WHERE $scope = NONE OR wing = $wing;"
-        "SELECT VALUE drawer FROM embedding_key WHERE $profile = NONE OR profile = $profile;",
-        {"scope": scope, "profile": default.name if default else None},
-    )[1:]
-    return {
-        "orphan_drawers": {"count": len(orphans), "ids": orphans[:LISTED]},
-        "dangling_job_refs": {"count": len(dangling), "ids": dangling[:LISTED]},
-        "exhausted_jobs": {"count": len(jobs[0]), "ids": jobs[0][:LISTED]},
-        "running_jobs": jobs[1][0]["n"] if jobs[1] else 0,
-        # In the default embedding profile; with none, in any profile.
-        "drawers_without_embedding": len(set(drawers) - set(embedded)),
-        "scope": scope,
-    }
+def run_audit(job: JobRun[MaintenanceServices]) -> dict[str, Any]:
+    return job.services.maintenance.audit(job)
 
 
-def parse_repair(body: Mapping[str, Any]) -> dict[str, Any]:
+def parse_repair(body: Mapping[str, Any], services: MaintenanceServices) -> dict[str, Any]:
     unknown = sorted(set(body) - {"dry_run", "based_on_job"})
     if unknown:
         raise InputInvalid(unknown[0], "is not a repair parameter (known: dry_run, based_on_job)")
@@ -85,14 +120,14 @@ def parse_repair(body: Mapping[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"dry_run": dry_run}
     based_on = body.get("based_on_job")
     if based_on is not None:
-        params["based_on_job"] = _completed_audit(based_on)
+        params["based_on_job"] = _completed_audit(based_on, services.jobs)
     return params
 
 
-def _completed_audit(raw: object) -> str:
+def _completed_audit(raw: object, jobs: JobService) -> str:
     if not isinstance(raw, str) or not is_uuid(raw):
         raise BasedOnJobInvalid("based_on_job", "must be the UUID of a completed audit job")
-    audit = runtime.current().jobs.repository.get(str(uuid.UUID(raw)))
+    audit = jobs.record(str(uuid.UUID(raw)))
     if audit is None or audit["kind"]["type"] != "audit" or audit["status"] != Status.COMPLETED:
         raise BasedOnJobInvalid(
             "based_on_job",
@@ -102,29 +137,8 @@ def _completed_audit(raw: object) -> str:
     return str(audit["id"])
 
 
-def run_repair(job: JobRun) -> dict[str, Any]:
-    palace = runtime.current().palace
-    store = job.store
-    orphans = store.one(
-        "SELECT id, wing, room, created_at FROM drawer "
-        "WHERE !record::exists(type::record('room', room))"
-    )
-    based_on = job.params.get("based_on_job")
-    if based_on is not None:
-        orphans = _found_by(runtime.current().jobs.repository.get(based_on) or {}, orphans)
-    planned = [drawer["id"] for drawer in orphans]
-    deleted = 0
-    if not job.params["dry_run"]:
-        for drawer in orphans:
-            job.check()
-            palace.remove_orphan(drawer)
-            deleted += 1
-    return {
-        "dry_run": job.params["dry_run"],
-        "planned": {"count": len(planned), "ids": planned[:LISTED]},
-        "deleted": deleted,
-        "based_on_job": based_on,
-    }
+def run_repair(job: JobRun[MaintenanceServices]) -> dict[str, Any]:
+    return job.services.maintenance.repair(job)
 
 
 def _found_by(audit: Mapping[str, Any], orphans: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -137,25 +151,21 @@ def _found_by(audit: Mapping[str, Any], orphans: list[dict[str, Any]]) -> list[d
     return [drawer for drawer in orphans if drawer["created_at"] <= audit["started_at"]]
 
 
-AUDIT = kinds.register(
-    kinds.JobKind(
-        name="audit",
-        priority=Priority.NORMAL,
-        parse=parse_audit,
-        run=run_audit,
-        gate=lambda params: None,
-        summary="report orphan drawers, dangling job references and exhausted jobs",
-    )
+AUDIT = JobKind(
+    name="audit",
+    priority=Priority.NORMAL,
+    parse=parse_audit,
+    run=run_audit,
+    gate=lambda params: None,
+    summary="report orphan drawers, dangling job references and exhausted jobs",
 )
-REPAIR = kinds.register(
-    kinds.JobKind(
-        name="repair",
-        priority=Priority.NORMAL,
-        parse=parse_repair,
-        run=run_repair,
-        # Only a dry run, the default, is never gated.
-        gate=lambda submitted: None if submitted.get("dry_run", True) is True else "repair",
-        summary="remove orphan drawers (a dry run unless dry_run is false)",
-        writes_palace=lambda params: not params["dry_run"],
-    )
+REPAIR = JobKind(
+    name="repair",
+    priority=Priority.NORMAL,
+    parse=parse_repair,
+    run=run_repair,
+    # Only a dry run, the default, is never gated.
+    gate=lambda submitted: None if submitted.get("dry_run", True) is True else "repair",
+    summary="remove orphan drawers (a dry run unless dry_run is false)",
+    writes_palace=lambda params: not params["dry_run"],
 )

@@ -14,8 +14,10 @@ from kernel.rest import (
     created_response,
     errors,
     request_context,
+    service,
 )
-from memcastle_project import runtime
+from palace.journal import JournalService
+from palace.services import PalaceService
 
 NAMED_BODY = inline_serializer(
     "NamedBody",
@@ -118,11 +120,12 @@ DELETED = inline_serializer(
 )
 
 
-def _palace():
-    return runtime.current().palace
+# The views of the palace's hierarchy and corrections call `PalaceService`.
+class PalaceView(MemCastleView):
+    palace: PalaceService = service()
 
 
-class WingsView(MemCastleView):
+class WingsView(PalaceView):
     @extend_schema(
         summary="List wings with their room and drawer counts",
         parameters=[MODE_PARAMETER],
@@ -132,7 +135,7 @@ class WingsView(MemCastleView):
         },
     )
     def get(self, request: Request) -> Response:
-        return Response(_palace().list_wings(request_context(request)))
+        return Response(self.palace.list_wings(request_context(request)))
 
     @extend_schema(
         summary="Create a wing (200 with created=false when it exists)",
@@ -142,17 +145,17 @@ class WingsView(MemCastleView):
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_palace().create_wing(ctx, request.data))
+        return created_response(self.palace.create_wing(ctx, request.data))
 
 
-class WingView(MemCastleView):
+class WingView(PalaceView):
     @extend_schema(
         summary="Show a wing by name or UUID",
         parameters=[MODE_PARAMETER],
         responses={200: WING, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str) -> Response:
-        return Response(_palace().show_wing(request_context(request), wing))
+        return Response(self.palace.show_wing(request_context(request), wing))
 
     @extend_schema(
         summary="Delete a wing with its rooms and drawers",
@@ -160,10 +163,10 @@ class WingView(MemCastleView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str) -> Response:
-        return Response(_palace().delete_wing(request_context(request), wing))
+        return Response(self.palace.delete_wing(request_context(request), wing))
 
 
-class RoomsView(MemCastleView):
+class RoomsView(PalaceView):
     @extend_schema(
         summary="List a wing's rooms with their drawer counts",
         parameters=[MODE_PARAMETER],
@@ -175,7 +178,7 @@ class RoomsView(MemCastleView):
         },
     )
     def get(self, request: Request, wing: str) -> Response:
-        return Response(_palace().list_rooms(request_context(request), wing))
+        return Response(self.palace.list_rooms(request_context(request), wing))
 
     @extend_schema(
         summary="Create a room (and its wing when missing)",
@@ -185,17 +188,17 @@ class RoomsView(MemCastleView):
     )
     def post(self, request: Request, wing: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_palace().create_room(ctx, wing, request.data))
+        return created_response(self.palace.create_room(ctx, wing, request.data))
 
 
-class RoomView(MemCastleView):
+class RoomView(PalaceView):
     @extend_schema(
         summary="Show a room by name or UUID",
         parameters=[MODE_PARAMETER],
         responses={200: ROOM, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
-        return Response(_palace().show_room(request_context(request), wing, room))
+        return Response(self.palace.show_room(request_context(request), wing, room))
 
     @extend_schema(
         summary="Delete a room with its drawers",
@@ -203,10 +206,10 @@ class RoomView(MemCastleView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str) -> Response:
-        return Response(_palace().delete_room(request_context(request), wing, room))
+        return Response(self.palace.delete_room(request_context(request), wing, room))
 
 
-class DrawersView(MemCastleView):
+class DrawersView(PalaceView):
     query_parameters = ("limit", "offset")
 
     @extend_schema(
@@ -233,7 +236,7 @@ class DrawersView(MemCastleView):
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
         return Response(
-            _palace().list_drawers(
+            self.palace.list_drawers(
                 request_context(request),
                 wing,
                 room,
@@ -250,17 +253,17 @@ class DrawersView(MemCastleView):
     )
     def post(self, request: Request, wing: str, room: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_palace().create_drawer(ctx, wing, room, request.data))
+        return created_response(self.palace.create_drawer(ctx, wing, room, request.data))
 
 
-class DrawerView(MemCastleView):
+class DrawerView(PalaceView):
     @extend_schema(
         summary="Show a drawer by name or UUID within its room",
         parameters=[MODE_PARAMETER],
         responses={200: DRAWER, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str, drawer: str) -> Response:
-        return Response(_palace().show_drawer(request_context(request), wing, room, drawer))
+        return Response(self.palace.show_drawer(request_context(request), wing, room, drawer))
 
     @extend_schema(
         summary="Delete one drawer",
@@ -268,10 +271,10 @@ class DrawerView(MemCastleView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str, drawer: str) -> Response:
-        return Response(_palace().delete_drawer(request_context(request), wing, room, drawer))
+        return Response(self.palace.delete_drawer(request_context(request), wing, room, drawer))
 
 
-class DrawerByIdView(MemCastleView):
+class DrawerByIdView(PalaceView):
     @extend_schema(
         summary="Read one drawer by id",
         parameters=[
@@ -281,7 +284,7 @@ class DrawerByIdView(MemCastleView):
         responses={200: DRAWER, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(_palace().show_drawer_by_id(request_context(request), drawer_id))
+        return Response(self.palace.show_drawer_by_id(request_context(request), drawer_id))
 
 
 def another(serializer: serializers.Serializer) -> serializers.Serializer:
@@ -304,7 +307,7 @@ SUPERSEDE_BODY = inline_serializer(
 )
 
 
-class DrawerSupersedeView(MemCastleView):
+class DrawerSupersedeView(PalaceView):
     @extend_schema(
         summary="Supersede a drawer with new content, or invalidate it",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -316,10 +319,10 @@ class DrawerSupersedeView(MemCastleView):
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return Response(_palace().supersede(ctx, drawer_id, request.data))
+        return Response(self.palace.supersede(ctx, drawer_id, request.data))
 
 
-class DrawerHistoryView(MemCastleView):
+class DrawerHistoryView(PalaceView):
     @extend_schema(
         summary="Every version of a drawer, oldest first",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -335,10 +338,10 @@ class DrawerHistoryView(MemCastleView):
         },
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(_palace().history(request_context(request), drawer_id))
+        return Response(self.palace.history(request_context(request), drawer_id))
 
 
-class DrawerDuplicatesView(MemCastleView):
+class DrawerDuplicatesView(PalaceView):
     @extend_schema(
         summary="The drawers linked to this one as likely copies",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -366,11 +369,12 @@ class DrawerDuplicatesView(MemCastleView):
         },
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(_palace().duplicates(request_context(request), drawer_id))
+        return Response(self.palace.duplicates(request_context(request), drawer_id))
 
 
-def _journal():
-    return runtime.current().journal
+# The views of notes, diary and wake-up call `JournalService`.
+class JournalView(MemCastleView):
+    journal: JournalService = service()
 
 
 NOTE_BODY = inline_serializer(
@@ -396,7 +400,7 @@ DIARY_BODY = inline_serializer(
 )
 
 
-class NotesView(MemCastleView):
+class NotesView(JournalView):
     @extend_schema(
         summary="File a note (201 new, 200 for an identical note already in the room)",
         parameters=[MODE_PARAMETER],
@@ -405,10 +409,10 @@ class NotesView(MemCastleView):
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_journal().write_note(ctx, request.data))
+        return created_response(self.journal.write_note(ctx, request.data))
 
 
-class DiaryView(MemCastleView):
+class DiaryView(JournalView):
     query_parameters = ("agent_identity", "wing", "limit")
 
     @extend_schema(
@@ -435,7 +439,7 @@ class DiaryView(MemCastleView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            _journal().read_diary(
+            self.journal.read_diary(
                 request_context(request),
                 agent_identity=params.get("agent_identity"),
                 wing=params.get("wing"),
@@ -451,10 +455,10 @@ class DiaryView(MemCastleView):
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(_journal().write_diary(ctx, request.data))
+        return created_response(self.journal.write_diary(ctx, request.data))
 
 
-class WakeUpView(MemCastleView):
+class WakeUpView(JournalView):
     query_parameters = ("agent_identity", "wing", "max_items", "max_bytes")
 
     @extend_schema(
@@ -481,7 +485,7 @@ class WakeUpView(MemCastleView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            _journal().wake_up(
+            self.journal.wake_up(
                 request_context(request),
                 agent_identity=params.get("agent_identity"),
                 wing=params.get("wing"),

@@ -19,20 +19,24 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jobs import kinds
+from jobs.kinds import JobKind
 from jobs.replay import unit_id
-from jobs.run import JobRun
 from jobs.states import Priority
 from kernel.clock import utc_now
+from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
-from memcastle_project import runtime
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
-from palace.services import DrawerSuperseded, Filing, PalaceService, WingNotFound
+from palace.services import DrawerSuperseded, Filing, WingNotFound
 from sources import chunking, registry
 from sources.adapters import Adapter, CanonicalDocument, RawDocument, SourceRef, check_options
+
+if TYPE_CHECKING:
+    from jobs.run import JobRun
+    from palace.services import PalaceService
+    from sources.services import SourceService
 
 PARAMETERS = ("path", "source", "locator", "options", "wing", "full")
 # Documents a unit of work: about 0.1-0.3 s of filing, so a pause lands quickly while the
@@ -44,7 +48,17 @@ FILE_CHUNKS = 200
 COUNTS = ("documents", "created", "superseded", "retired", "unchanged", "skipped", "similar")
 
 
-def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+class MineServices(Protocol):
+    """What the mine job calls: the palace files the chunks, the sources service keeps the
+    places mined and their documents."""
+
+    @property
+    def palace(self) -> PalaceService: ...
+    @property
+    def sources(self) -> SourceService: ...
+
+
+def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
     """The parameters as stored on the job. The place is identified now, so a job never starts
     on a path that is not there or an option the source does not take."""
     unknown = sorted(set(body) - set(PARAMETERS))
@@ -67,7 +81,7 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
         if body.get("locator") is not None:
             raise InputInvalid("locator", "goes with `source`, not with `path`")
         params.update(path=path)
-        adapter = _adapter("directory")
+        adapter = _adapter(services.sources.config, "directory")
         ref = identify(adapter, path, options, "path")
     else:
         source = body["source"]
@@ -77,16 +91,16 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
         if locator is not None and not isinstance(locator, str):
             raise InputInvalid("locator", "must be a string")
         params.update(source=source, locator=locator)
-        adapter = _adapter(source)
+        adapter = _adapter(services.sources.config, source)
         ref = identify(adapter, locator, options, "locator")
     if options:
         params["options"] = options
     if body.get("wing") is not None:
         if not isinstance(body["wing"], str):
             raise InputInvalid("wing", "must be a wing's name")
-        params["wing"] = _check_wing(body["wing"], given=True)
+        params["wing"] = _check_wing(services.palace, body["wing"], given=True)
     else:
-        _check_wing(adapter.default_wing(ref), given=False)
+        _check_wing(services.palace, adapter.default_wing(ref), given=False)
     full = body.get("full", False)
     if not isinstance(full, bool):
         raise InputInvalid("full", "must be true or false")
@@ -95,7 +109,7 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _check_wing(name: str, *, given: bool) -> str:
+def _check_wing(palace: PalaceService, name: str, *, given: bool) -> str:
     """A wing the job may file into: an existing one whatever its name, else a valid new
     name (`memcastle::palace::path_invalid` otherwise). Checked at submission, so a job never
     fails on it after it started."""
@@ -103,7 +117,7 @@ def _check_wing(name: str, *, given: bool) -> str:
         return check_wing_name(name)
     except PathInvalid as exc:
         try:
-            runtime.current().palace.find_wing(name)
+            palace.find_wing(name)
         except WingNotFound:
             if given:
                 raise exc from None
@@ -123,8 +137,8 @@ def _options(raw: object) -> dict[str, str]:
     return dict(raw)
 
 
-def _adapter(name: str) -> Adapter:
-    return registry.find(runtime.current().config.mining, name)
+def _adapter(config: MiningConfig, name: str) -> Adapter:
+    return registry.find(config, name)
 
 
 def identify(
@@ -165,15 +179,15 @@ class Document:
 class Pipeline:
     """One run of a mine job over one source."""
 
-    def __init__(self, job: JobRun) -> None:
-        current = runtime.current()
+    def __init__(self, job: JobRun[MineServices]) -> None:
+        services = job.services
         self.job = job
-        self.palace: PalaceService = current.palace
-        self.config = current.config.mining
-        self.repository = current.sources.repository
+        self.palace = services.palace
+        self.config = services.sources.config
+        self.repository = services.sources.repository
         self.ctx = RequestContext.build(requested_by=job.requested_by)
         params = job.params
-        self.adapter = _adapter(params.get("source", "directory"))
+        self.adapter = _adapter(self.config, params.get("source", "directory"))
         field_name = "path" if "path" in params else "locator"
         locator = params.get("path", params.get("locator"))
         self.ref = identify(self.adapter, locator, params.get("options", {}), field_name)
@@ -438,18 +452,16 @@ def _done(total: int, truncated: bool, full: bool) -> str:
     return f"done: {total} of {total} documents"
 
 
-def run(job: JobRun) -> dict[str, Any]:
+def run(job: JobRun[MineServices]) -> dict[str, Any]:
     return Pipeline(job).run()
 
 
-MINE = kinds.register(
-    kinds.JobKind(
-        name="mine",
-        priority=Priority.BACKGROUND,
-        parse=parse,
-        run=run,
-        gate=lambda params: "mine",
-        summary="read a source (a directory, by default) and file its documents as drawers",
-        writes_palace=lambda params: True,
-    )
+MINE = JobKind(
+    name="mine",
+    priority=Priority.BACKGROUND,
+    parse=parse,
+    run=run,
+    gate=lambda params: "mine",
+    summary="read a source (a directory, by default) and file its documents as drawers",
+    writes_palace=lambda params: True,
 )

@@ -7,8 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context
-from memcastle_project import runtime
+from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context, service
+from sources.services import SourceService
 
 ADAPTER = inline_serializer(
     "SourceAdapter",
@@ -55,6 +55,8 @@ MINED = inline_serializer(
 
 
 class SourcesView(MemCastleView):
+    sources: SourceService = service()
+
     @extend_schema(
         summary="The mining sources this daemon has, and the places mined",
         parameters=[MODE_PARAMETER],
@@ -70,4 +72,4 @@ class SourcesView(MemCastleView):
         },
     )
     def get(self, request: Request) -> Response:
-        return Response(runtime.current().sources.list_sources(request_context(request)))
+        return Response(self.sources.list_sources(request_context(request)))

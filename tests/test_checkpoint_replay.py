@@ -9,7 +9,6 @@ name taken meanwhile) is filed again, and the job's end state counts what was fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
 from kernel.store import Store
-from memcastle_project import runtime
+from memcastle_project.composition import Services, compose
 from palace import checkpoint
 from palace.services import Filing
 
@@ -26,14 +25,11 @@ ITEMS = checkpoint.CHUNK + 50
 
 
 @pytest.fixture
-def daemon(store: Store) -> Iterator[runtime.Runtime]:
-    built = runtime.Runtime.build(load_config(env={}), store)
-    runtime.install(built)
-    yield built
-    runtime.install(None)
+def daemon(store: Store) -> Services:
+    return compose(load_config(env={}), store)
 
 
-def submit(daemon: runtime.Runtime) -> str:
+def submit(daemon: Services) -> str:
     items = [
         {
             "content": f"lesson {n}: keep the batch whole",
@@ -58,7 +54,7 @@ class Died(BaseException):
     """The process stopped here: nothing after it runs, not even the job's end state."""
 
 
-def recover_and_run(daemon: runtime.Runtime, job_id: str) -> dict[str, Any]:
+def recover_and_run(daemon: Services, job_id: str) -> dict[str, Any]:
     """What the next daemon does: re-queue the running job, then run it."""
     daemon.executor.start_up()
     daemon.executor.execute(job_id)
@@ -68,7 +64,7 @@ def recover_and_run(daemon: runtime.Runtime, job_id: str) -> dict[str, Any]:
 
 
 def test_the_last_chunk_is_written_with_the_end_state(
-    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = submit(daemon)
     transactions: list[str] = []
@@ -95,7 +91,7 @@ def test_the_last_chunk_is_written_with_the_end_state(
 
 
 def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
-    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = submit(daemon)
     transaction = store.transaction
@@ -125,7 +121,7 @@ def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
 
 
 def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
-    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = submit(daemon)
     repository = daemon.executor.repository
@@ -153,7 +149,7 @@ def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
 
 
 def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
-    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     item = {"destination": "project", "wing": "w", "tags": []}
     job = daemon.jobs.submit(

@@ -45,9 +45,9 @@ from kernel.profiles import (
 )
 from kernel.providers import child_environment
 from kernel.store import Store
-from memcastle_project import runtime
+from memcastle_project.composition import Services, compose
 from palace.embeddings import local, providers
-from palace.embeddings.job import Sweeper
+from palace.embeddings.job import EmbedSweeper
 from palace.embeddings.service import EmbeddingService
 from palace.services import DrawerNotFound, Filing
 from tests.daemon import wait_for
@@ -793,23 +793,20 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> Recording:
     return made
 
 
-def build(store: Store, tmp_path: Path, text: str = CONFIG) -> runtime.Runtime:
+def build(store: Store, tmp_path: Path, text: str = CONFIG) -> Services:
     config = load_config(config_file=str(config_file(tmp_path, text)), env={})
-    built = runtime.Runtime.build(config, store)
-    runtime.install(built)
-    return built
+    return compose(config, store)
 
 
 @pytest.fixture
-def daemon(store: Store, tmp_path: Path) -> Iterator[runtime.Runtime]:
-    yield build(store, tmp_path)
-    runtime.install(None)
+def daemon(store: Store, tmp_path: Path) -> Services:
+    return build(store, tmp_path)
 
 
 CTX = RequestContext.build()
 
 
-def file_drawers(daemon: runtime.Runtime, wing: str, count: int, prefix: str = "") -> list[str]:
+def file_drawers(daemon: Services, wing: str, count: int, prefix: str = "") -> list[str]:
     """Drawers filed one at a time, so each has a later created_at than the one before."""
     ids = []
     for n in range(count):
@@ -820,11 +817,11 @@ def file_drawers(daemon: runtime.Runtime, wing: str, count: int, prefix: str = "
     return ids
 
 
-def content_of(daemon: runtime.Runtime, drawer_id: str) -> str:
+def content_of(daemon: Services, drawer_id: str) -> str:
     return daemon.palace.show_drawer_by_id(CTX, drawer_id)["content"]
 
 
-def run_embed(daemon: runtime.Runtime, **params: Any) -> dict[str, Any]:
+def run_embed(daemon: Services, **params: Any) -> dict[str, Any]:
     job = daemon.jobs.submit(CTX, {"type": "embed", **params})
     daemon.executor.execute(job["id"])
     row = daemon.executor.repository.get(job["id"])
@@ -833,7 +830,7 @@ def run_embed(daemon: runtime.Runtime, **params: Any) -> dict[str, Any]:
 
 
 def test_attach_stores_a_callers_vector_with_its_profiles_provenance(
-    daemon: runtime.Runtime,
+    daemon: Services,
 ) -> None:
     (drawer,) = file_drawers(daemon, "w", 1)
     answer = daemon.embeddings.attach(CTX, drawer, {"profile": "theirs", "embedding": [3, 4]})
@@ -876,7 +873,7 @@ def test_attach_stores_a_callers_vector_with_its_profiles_provenance(
     ],
 )
 def test_attach_refuses_bad_bodies_naming_the_field(
-    daemon: runtime.Runtime, body: dict[str, Any], field: str, expected: str
+    daemon: Services, body: dict[str, Any], field: str, expected: str
 ) -> None:
     (drawer,) = file_drawers(daemon, "w", 1)
     with pytest.raises(InputInvalid) as refused:
@@ -886,7 +883,7 @@ def test_attach_refuses_bad_bodies_naming_the_field(
 
 
 def test_attach_to_a_missing_drawer_is_not_found_and_stores_nothing(
-    daemon: runtime.Runtime,
+    daemon: Services,
 ) -> None:
     missing = "00000000-0000-4000-8000-000000000000"
     with pytest.raises(DrawerNotFound):
@@ -897,7 +894,7 @@ def test_attach_to_a_missing_drawer_is_not_found_and_stores_nothing(
     assert refused.value.field == "id"
 
 
-def test_attach_is_a_write(daemon: runtime.Runtime) -> None:
+def test_attach_is_a_write(daemon: Services) -> None:
     (drawer,) = file_drawers(daemon, "w", 1)
     for mode in ("read_only", "disabled"):
         with pytest.raises(ModeForbidden):
@@ -907,7 +904,7 @@ def test_attach_is_a_write(daemon: runtime.Runtime) -> None:
     assert daemon.embeddings.repository.get(drawer, "theirs") is None
 
 
-def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: runtime.Runtime) -> None:
+def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: Services) -> None:
     kept, deleted = file_drawers(daemon, "w", 2)
     other = file_drawers(daemon, "gone", 1)[0]
     for drawer in (kept, deleted, other):
@@ -920,7 +917,7 @@ def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: runtime.Runtime) -> 
 
 
 def test_the_embed_job_embeds_the_oldest_first_in_batches(
-    daemon: runtime.Runtime, recording: Recording
+    daemon: Services, recording: Recording
 ) -> None:
     ids = file_drawers(daemon, "w", 7)
     # A superseded drawer is embedded too; its replacement is newer than all the others.
@@ -945,7 +942,7 @@ def test_the_embed_job_embeds_the_oldest_first_in_batches(
 
 
 def test_the_embed_job_skips_drawers_that_already_have_a_vector(
-    daemon: runtime.Runtime, recording: Recording
+    daemon: Services, recording: Recording
 ) -> None:
     ids = file_drawers(daemon, "w", 4)
     daemon.embeddings.attach(CTX, ids[1], {"profile": "stub", "embedding": [1, 0, 0, 0]})
@@ -957,9 +954,7 @@ def test_the_embed_job_skips_drawers_that_already_have_a_vector(
     assert daemon.embeddings.repository.get(ids[1], "stub")["vectors"] == [[1.0, 0, 0, 0]]
 
 
-def test_the_embed_job_can_be_limited_to_one_wing(
-    daemon: runtime.Runtime, recording: Recording
-) -> None:
+def test_the_embed_job_can_be_limited_to_one_wing(daemon: Services, recording: Recording) -> None:
     mine = file_drawers(daemon, "mine", 2)
     others = file_drawers(daemon, "others", 2)
     row = run_embed(daemon, wing="mine")
@@ -971,7 +966,7 @@ def test_the_embed_job_can_be_limited_to_one_wing(
 
 
 def test_a_paused_embed_job_resumes_without_embedding_twice(
-    daemon: runtime.Runtime, recording: Recording
+    daemon: Services, recording: Recording
 ) -> None:
     ids = file_drawers(daemon, "w", 8)
     job = daemon.jobs.submit(CTX, {"type": "embed"})
@@ -997,9 +992,7 @@ def test_a_paused_embed_job_resumes_without_embedding_twice(
     assert recording.texts == [content_of(daemon, d) for d in ids]
 
 
-def test_a_cancelled_embed_job_keeps_what_it_stored(
-    daemon: runtime.Runtime, recording: Recording
-) -> None:
+def test_a_cancelled_embed_job_keeps_what_it_stored(daemon: Services, recording: Recording) -> None:
     file_drawers(daemon, "w", 8)
     job = daemon.jobs.submit(CTX, {"type": "embed"})
     recording.during = lambda call: call == 1 and daemon.jobs.control("cancel", job["id"])
@@ -1009,7 +1002,7 @@ def test_a_cancelled_embed_job_keeps_what_it_stored(
 
 
 def test_a_drawer_deleted_during_its_batch_is_not_embedded(
-    daemon: runtime.Runtime, recording: Recording
+    daemon: Services, recording: Recording
 ) -> None:
     ids = file_drawers(daemon, "w", 4)
 
@@ -1026,7 +1019,7 @@ def test_a_drawer_deleted_during_its_batch_is_not_embedded(
 
 
 def test_a_failing_provider_fails_the_job_and_keeps_the_batches_before(
-    daemon: runtime.Runtime, recording: Recording
+    daemon: Services, recording: Recording
 ) -> None:
     file_drawers(daemon, "w", 7)
     recording.fail_at = 2
@@ -1040,25 +1033,22 @@ def test_a_failing_provider_fails_the_job_and_keeps_the_batches_before(
 def test_embed_needs_a_default_profile_that_can_embed(store: Store, tmp_path: Path) -> None:
     for default in ('""', '"theirs"'):
         daemon = build(store, tmp_path, CONFIG.replace('"stub"', default, 1))
-        try:
-            with pytest.raises(EmbedNotConfigured):
-                daemon.jobs.submit(CTX, {"type": "embed"})
-        finally:
-            runtime.install(None)
+        with pytest.raises(EmbedNotConfigured):
+            daemon.jobs.submit(CTX, {"type": "embed"})
 
 
 @pytest.mark.parametrize(
     ("body", "field"), [({"wing": 3}, "wing"), ({"wing": ""}, "wing"), ({"path": "/x"}, "path")]
 )
 def test_a_bad_embed_job_is_refused_at_submission(
-    daemon: runtime.Runtime, body: dict[str, Any], field: str
+    daemon: Services, body: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(InputInvalid) as refused:
         daemon.jobs.submit(CTX, {"type": "embed", **body})
     assert refused.value.field == field
 
 
-def test_an_embed_job_is_a_write(daemon: runtime.Runtime) -> None:
+def test_an_embed_job_is_a_write(daemon: Services) -> None:
     with pytest.raises(ModeForbidden):
         daemon.jobs.submit(RequestContext.build(mode="read_only"), {"type": "embed"})
 
@@ -1066,12 +1056,12 @@ def test_an_embed_job_is_a_write(daemon: runtime.Runtime) -> None:
 # Automatic embed jobs.
 
 
-def queued_embed_jobs(daemon: runtime.Runtime) -> list[dict[str, Any]]:
+def queued_embed_jobs(daemon: Services) -> list[dict[str, Any]]:
     return daemon.jobs.list_jobs(CTX, status="queued", kind="embed")["jobs"]
 
 
-def test_the_sweeper_queues_at_most_one_waiting_embed_job(daemon: runtime.Runtime) -> None:
-    sweeper = Sweeper(daemon.embeddings, daemon.jobs, daemon.events)
+def test_the_sweeper_queues_at_most_one_waiting_embed_job(daemon: Services) -> None:
+    sweeper = EmbedSweeper(daemon)
     first = sweeper.queue()
     assert first is not None and first["requested_by"] == "auto"
     assert first["priority"] == 25
@@ -1080,9 +1070,9 @@ def test_the_sweeper_queues_at_most_one_waiting_embed_job(daemon: runtime.Runtim
 
 
 def test_the_sweeper_follows_drawer_writes_until_the_bus_closes(
-    daemon: runtime.Runtime,
+    daemon: Services,
 ) -> None:
-    sweeper = Sweeper(daemon.embeddings, daemon.jobs, daemon.events)
+    sweeper = EmbedSweeper(daemon)
     sweeper.start()
     started = wait_for(lambda: queued_embed_jobs(daemon), timeout=10, what="the start-up job")
     daemon.jobs.control("cancel", started[0]["id"])
@@ -1099,14 +1089,11 @@ def test_the_sweeper_follows_drawer_writes_until_the_bus_closes(
 def test_no_sweeps_without_a_default_profile_that_can_embed(store: Store, tmp_path: Path) -> None:
     for default in ('""', '"theirs"'):
         daemon = build(store, tmp_path, CONFIG.replace('"stub"', default, 1))
-        try:
-            sweeper = Sweeper(daemon.embeddings, daemon.jobs, daemon.events)
-            assert not sweeper.enabled
-            sweeper.start()
-            assert sweeper._thread is None
-            assert queued_embed_jobs(daemon) == []
-        finally:
-            runtime.install(None)
+        sweeper = EmbedSweeper(daemon)
+        assert not sweeper.enabled
+        sweeper.start()
+        assert sweeper._thread is None
+        assert queued_embed_jobs(daemon) == []
 
 
 def test_child_environment_drops_every_memcastle_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from tests.daemon import Daemon, wait_for
+from tests.support.openapi import openapi_document
 from tests.test_embeddings import stub_argv, stub_calls
 
 INVALID = "memcastle::input::invalid"
@@ -221,7 +221,7 @@ def test_an_external_default_embeds_nothing_by_itself(client: httpx.Client, wing
 
 
 def test_the_route_is_in_the_openapi_schema() -> None:
-    schema = SchemaGenerator().get_schema(request=None, public=True)
+    schema = openapi_document()
     operation = schema["paths"]["/api/drawers/{drawer_id}/embedding"]["put"]
     assert {"200", "400", "401", "403", "404", "500"} <= set(operation["responses"])
     reference = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]

@@ -4,7 +4,6 @@ an instant (their records live under ids derived from each item's drawer)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
 from kernel.store import Store
-from memcastle_project import runtime
+from memcastle_project.composition import Services, compose
 from palace import checkpoint
 
 # The facts sit in the second (last) chunk, the one replayed.
@@ -21,14 +20,11 @@ FILLER = checkpoint.CHUNK + 5
 
 
 @pytest.fixture
-def daemon(store: Store) -> Iterator[runtime.Runtime]:
-    built = runtime.Runtime.build(load_config(env={}), store)
-    runtime.install(built)
-    yield built
-    runtime.install(None)
+def daemon(store: Store) -> Services:
+    return compose(load_config(env={}), store)
 
 
-def submit(daemon: runtime.Runtime, facts: list[dict[str, Any]], label: str) -> str:
+def submit(daemon: Services, facts: list[dict[str, Any]], label: str) -> str:
     items: list[dict[str, Any]] = [
         {"content": f"{label} filler {n}", "destination": "project", "wing": "w", "tags": []}
         for n in range(FILLER)
@@ -58,7 +54,7 @@ def graph_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_a_replayed_chunk_applies_its_facts_once(
-    daemon: runtime.Runtime, store: Store, monkeypatch: pytest.MonkeyPatch
+    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A first job asserts what the second corrects.
     first = submit(

@@ -28,7 +28,6 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.events import Event
 from kernel.store import Store
-from memcastle_project import runtime
 from palace.services import Filing, PalaceService, WingNotFound
 
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
@@ -100,7 +99,10 @@ class RecordingGraph:
 class FakeJob:
     """What a handler sees of its job, with the saves it made."""
 
-    def __init__(self, params: dict[str, Any] | None = None, *, attempt: int = 1) -> None:
+    def __init__(
+        self, services: SimpleNamespace, params: dict[str, Any] | None = None, *, attempt: int = 1
+    ) -> None:
+        self.services = services
         self.job_id = str(uuid.uuid4())
         self.params = params or {}
         self.checkpoint: dict[str, Any] = {}
@@ -125,18 +127,21 @@ class FakeJob:
 
 
 @pytest.fixture
-def graph(store: Store, palace: PalaceService) -> Iterator[RecordingGraph]:
-    recording = RecordingGraph(store)
-    install(store, palace, recording, HEURISTIC)
-    yield recording
-    runtime.install(None)
+def graph(store: Store) -> RecordingGraph:
+    return RecordingGraph(store)
 
 
-def install(store: Store, palace: PalaceService, graph: Any, config: ExtractionConfig) -> None:
-    runtime.install(
-        SimpleNamespace(  # type: ignore[arg-type]
-            config=SimpleNamespace(extraction=config), store=store, palace=palace, graph=graph
-        )
+@pytest.fixture
+def services(store: Store, palace: PalaceService, graph: RecordingGraph) -> SimpleNamespace:
+    return install(store, palace, graph, HEURISTIC)
+
+
+def install(
+    store: Store, palace: PalaceService, graph: Any, config: ExtractionConfig
+) -> SimpleNamespace:
+    """What the extract job calls, with `graph` in the place of `GraphService`."""
+    return SimpleNamespace(
+        config=SimpleNamespace(extraction=config), store=store, palace=palace, graph=graph
     )
 
 
@@ -176,7 +181,11 @@ def run(job: FakeJob) -> dict[str, Any]:
 
 
 def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
-    store: Store, palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    store: Store,
+    palace: PalaceService,
+    ctx: RequestContext,
+    graph: RecordingGraph,
+    services: SimpleNamespace,
 ) -> None:
     a = file(palace, ctx, "Alice works on Atlas.", mined("a.md"))
     note = file(palace, ctx, "Bob uses Vim.", {"kind": "note"})
@@ -185,7 +194,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
     b = file(palace, ctx, "Erin joined Acme Corp.", mined("b.md"))
     closed = file(palace, ctx, "Frank uses Git.", mined("c.md"))
     palace.retire(closed)
-    job = FakeJob()
+    job = FakeJob(services)
     assert run(job) == {"drawers": 3, "entities": 6, "relations": 3, "closed": 0}
     assert graph.read == [a["id"], note["id"], b["id"]]
     first = graph.recorded[0]
@@ -204,26 +213,32 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
         (3, 3, True),
     ]
     # The markers are the cursor: nothing is read twice, even by another provider.
-    install(store, palace, graph, ExtractionConfig(provider="command", command=("/bin/false",)))
-    assert run(FakeJob()) == {"drawers": 0, "entities": 0, "relations": 0, "closed": 0}
+    services = install(
+        store, palace, graph, ExtractionConfig(provider="command", command=("/bin/false",))
+    )
+    assert run(FakeJob(services)) == {"drawers": 0, "entities": 0, "relations": 0, "closed": 0}
     assert len(graph.recorded) == 3
 
 
 def test_a_wing_narrows_the_selection(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     file(palace, ctx, "Alice works on Atlas.", mined("a.md"), wing="one")
     other = file(palace, ctx, "Bob uses Vim.", mined("b.md"), wing="two")
-    assert run(FakeJob({"wing": "two"}))["drawers"] == 1
+    assert run(FakeJob(services, {"wing": "two"}))["drawers"] == 1
     assert graph.read == [other["id"]]
-    assert run(FakeJob({"wing": "two"}))["drawers"] == 0
-    gone = FakeJob({"wing": "three"})
+    assert run(FakeJob(services, {"wing": "two"}))["drawers"] == 0
+    gone = FakeJob(services, {"wing": "three"})
     assert run(gone)["drawers"] == 0
     assert gone.saves[-1]["message"] == "the wing no longer exists"
 
 
 def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_now(
-    store: Store, palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    store: Store,
+    palace: PalaceService,
+    ctx: RequestContext,
+    graph: RecordingGraph,
+    services: SimpleNamespace,
 ) -> None:
     past = dt.datetime(2026, 3, 1, 12, 0, 0, 1, tzinfo=dt.UTC)
     with_origin_time = file(
@@ -252,7 +267,7 @@ def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_n
         },
     )
     before = dt.datetime.now(dt.UTC)
-    run(FakeJob())
+    run(FakeJob(services))
     after = dt.datetime.now(dt.UTC)
     valid = {call["drawer"]: call["valid_from"] for call in graph.recorded}
     assert valid[with_origin_time["id"]] == dt.datetime(2026, 2, 1, tzinfo=dt.UTC)
@@ -263,18 +278,22 @@ def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_n
 
 
 def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
-    store: Store, palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    store: Store,
+    palace: PalaceService,
+    ctx: RequestContext,
+    graph: RecordingGraph,
+    services: SimpleNamespace,
 ) -> None:
     old = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
     retired = file(palace, ctx, "Bob uses Vim.", mined("b.md"))
     quiet = file(palace, ctx, "nothing named here.", mined("c.md"))
-    run(FakeJob())
+    run(FakeJob(services))
     revision = palace.revise(
         ctx, old, Filing(content="Atlas is based in Paris.", source=mined("a.md"))
     )
     closed_retired = palace.retire(retired)
     palace.retire(quiet)
-    result = run(FakeJob())
+    result = run(FakeJob(services))
     # `quiet` had no open fact: nothing to close.
     assert result == {"drawers": 1, "entities": 2, "relations": 1, "closed": 2}
     assert sorted(graph.closed) == sorted(
@@ -287,20 +306,20 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
         r["predecessor"] for r in graph.recorded if r["drawer"] == revision.replacement["id"]
     ] == [old["id"]]
     # Closed once: the next run finds nothing open.
-    assert run(FakeJob())["closed"] == 0
+    assert run(FakeJob(services))["closed"] == 0
     assert len(graph.closed) == 2
 
 
 def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     first = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
-    run(FakeJob())
+    run(FakeJob(services))
     second = palace.revise(ctx, first, Filing("Atlas is based in Rome.", source=mined("a.md")))
     third = palace.revise(
         ctx, second.replacement, Filing("Atlas is based in Oslo.", source=mined("a.md"))
     )
-    run(FakeJob())
+    run(FakeJob(services))
     # The middle version was never current at a run: never read, skipped in the lineage.
     assert graph.read == [first["id"], third.replacement["id"]]
     assert graph.linked == [(first["id"], third.replacement["id"])]
@@ -310,12 +329,12 @@ def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
 
 
 def test_a_resumed_run_links_what_it_recorded_before_a_crash(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     old = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
-    run(FakeJob())
+    run(FakeJob(services))
     new = palace.revise(ctx, old, Filing("Atlas is based in Rome.", source=mined("a.md")))
-    job = FakeJob()
+    job = FakeJob(services)
     # The first attempt recorded the replacement and crashed before linking it.
     graph.record_extraction(
         new.replacement,
@@ -353,32 +372,37 @@ def test_a_failing_provider_fails_the_run_and_the_next_reads_what_is_left(
     ctx: RequestContext,
     graph: RecordingGraph,
     monkeypatch: pytest.MonkeyPatch,
+    services: SimpleNamespace,
 ) -> None:
     drawers = [file(palace, ctx, f"Drawer {n} uses Git.", mined(f"{n}.md")) for n in range(4)]
     monkeypatch.setattr(extraction.providers, "for_config", lambda config: FailingAfter(2))
     with pytest.raises(ExtractFailed):
-        run(FakeJob())
+        run(FakeJob(services))
     assert graph.read == [drawer["id"] for drawer in drawers[:2]]
     monkeypatch.setattr(extraction.providers, "for_config", lambda config: FailingAfter(10))
-    assert run(FakeJob())["drawers"] == 2
+    assert run(FakeJob(services))["drawers"] == 2
     assert graph.read == [drawer["id"] for drawer in drawers]
 
 
 def test_submission_is_refused_without_a_provider_and_checks_its_parameters(
-    store: Store, palace: PalaceService, ctx: RequestContext, graph: RecordingGraph
+    store: Store,
+    palace: PalaceService,
+    ctx: RequestContext,
+    graph: RecordingGraph,
+    services: SimpleNamespace,
 ) -> None:
     file(palace, ctx, "Alice works on Atlas.", mined("a.md"))
-    assert extraction.parse({}) == {}
-    assert extraction.parse({"wing": "work"}) == {"wing": "work"}
+    assert extraction.parse({}, services) == {}
+    assert extraction.parse({"wing": "work"}, services) == {"wing": "work"}
     with pytest.raises(InputInvalid, match="`path` is not an extract job parameter"):
-        extraction.parse({"path": "/x"})
+        extraction.parse({"path": "/x"}, services)
     with pytest.raises(InputInvalid, match="`wing`"):
-        extraction.parse({"wing": 3})
+        extraction.parse({"wing": 3}, services)
     with pytest.raises(WingNotFound):
-        extraction.parse({"wing": "nowhere"})
-    install(store, palace, graph, ExtractionConfig())
+        extraction.parse({"wing": "nowhere"}, services)
+    services = install(store, palace, graph, ExtractionConfig())
     with pytest.raises(ExtractNotConfigured) as refused:
-        extraction.parse({})
+        extraction.parse({}, services)
     assert (refused.value.status, refused.value.code) == (400, "memcastle::extract::not_configured")
     kind = extraction.EXTRACT
     assert (kind.gate({}), int(kind.priority), kind.writes_palace({})) == ("extract", 25, False)
@@ -404,15 +428,22 @@ def test_the_sweeper_follows_completed_mines_and_filed_drawers(
     assert created == noted
 
 
+def sweeping(config: ExtractionConfig, store: Store) -> Any:
+    """What the sweeper is built on; it queues nothing here, so it has no jobs or events."""
+    return SimpleNamespace(
+        config=SimpleNamespace(extraction=config), store=store, jobs=None, events=None
+    )
+
+
 def test_the_sweeper_looks_for_notes_among_filed_drawers(
     store: Store, palace: PalaceService, ctx: RequestContext
 ) -> None:
-    sweeper = extraction.Sweeper(HEURISTIC, None, None, store)  # type: ignore[arg-type]
+    sweeper = extraction.ExtractSweeper(sweeping(HEURISTIC, store))
     manual = file(palace, ctx, "Carol owns Atlas.", {"kind": "manual"})
     note = file(palace, ctx, "Bob uses Vim.", {"kind": "note"})
     assert not sweeper._has_note([manual["id"]])
     assert sweeper._has_note([manual["id"], note["id"]])
-    assert not extraction.Sweeper(ExtractionConfig(), None, None, store).enabled  # type: ignore[arg-type]
+    assert not extraction.ExtractSweeper(sweeping(ExtractionConfig(), store)).enabled
 
 
 def test_the_job_run_interface_is_the_one_faked_here() -> None:

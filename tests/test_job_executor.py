@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -96,6 +97,8 @@ class Harness:
         )
         self.executor.dispatch = self.sent.append
         self.service = JobService(self.executor, clock=self.clock)
+        # What the demo kind calls.
+        self.executor.services = SimpleNamespace(jobs=self.service)
         self.repository = self.executor.repository
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
@@ -163,16 +166,15 @@ class Harness:
         self, run: Callable[[JobRun], dict[str, Any]], *, writes_memory: bool = False
     ) -> str:
         name = f"test-{uuid.uuid4().hex[:12]}"
-        kinds.register(
-            kinds.JobKind(
-                name=name,
-                priority=Priority.NORMAL,
-                parse=lambda body: dict(body),
-                run=run,
-                gate=lambda params: name if writes_memory else None,
-                summary="a kind of this test's own",
-            )
+        kind = kinds.JobKind(
+            name=name,
+            priority=Priority.NORMAL,
+            parse=lambda body, services: dict(body),
+            run=run,
+            gate=lambda params: name if writes_memory else None,
+            summary="a kind of this test's own",
         )
+        kinds.register(lambda: kinds.AppJobs(kinds=(kind,)))
         self.kind_names.append(name)
         return name
 
@@ -216,7 +218,7 @@ class Harness:
         if self.executor._heartbeat is not None:
             self.executor._heartbeat.join(WAIT)
         for name in self.kind_names:
-            kinds._KINDS.pop(name, None)
+            kinds._kinds.pop(name, None)
 
 
 @pytest.fixture

@@ -7,17 +7,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.validation import validate_schema
 
 from tests.daemon import Daemon
+from tests.support.openapi import openapi_document
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
-    return SchemaGenerator().get_schema(request=None, public=True)
+    return openapi_document()
 
 
 def test_schema_is_valid_openapi(schema: dict) -> None:

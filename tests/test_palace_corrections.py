@@ -1368,19 +1368,21 @@ def test_fact_confidence_in_range_is_accepted(confidence: float | None) -> None:
 
 
 def test_parse_checks_the_job_parameters() -> None:
-    assert checkpoint.parse({"payload": {"items": [ITEM]}}) == {
+    assert checkpoint.parse({"payload": {"items": [ITEM]}}, None) == {
         "payload": checkpoint.parse_payload({"items": [ITEM]})
     }
-    assert checkpoint.parse({"payload": {"items": [ITEM]}, "emergency": True})["emergency"]
-    assert "emergency" not in checkpoint.parse({"payload": {"items": [ITEM]}, "emergency": False})
+    assert checkpoint.parse({"payload": {"items": [ITEM]}, "emergency": True}, None)["emergency"]
+    assert "emergency" not in checkpoint.parse(
+        {"payload": {"items": [ITEM]}, "emergency": False}, None
+    )
     with pytest.raises(InputInvalid) as unknown:
-        checkpoint.parse({"payload": {"items": [ITEM]}, "priority": 1})
+        checkpoint.parse({"payload": {"items": [ITEM]}, "priority": 1}, None)
     assert unknown.value.field == "priority"
     with pytest.raises(InputInvalid) as emergency:
-        checkpoint.parse({"payload": {"items": [ITEM]}, "emergency": "yes"})
+        checkpoint.parse({"payload": {"items": [ITEM]}, "emergency": "yes"}, None)
     assert emergency.value.field == "emergency"
     with pytest.raises(InputInvalid) as missing:
-        checkpoint.parse({})
+        checkpoint.parse({}, None)
     assert missing.value.field == "payload"
 
 

@@ -7,7 +7,7 @@ saved, so pause and cancel land between batches. The database is the cursor: a r
 run selects only the drawers still without a vector, so nothing is embedded twice. A provider
 that fails fails the job with `memcastle::embed::failed`; what was stored before stays.
 
-`Sweeper` queues one automatically after drawer writes and at start-up, when the default
+`EmbedSweeper` queues one automatically after drawer writes and at start-up, when the default
 profile can embed, with at most one waiting at a time (`jobs.sweeper`).
 """
 
@@ -15,33 +15,47 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from jobs import kinds, sweeper
-from jobs.run import JobRun
+from jobs.kinds import JobKind
 from jobs.states import Priority
+from jobs.sweeper import Sweeper
 from kernel.errors import InputInvalid
-from kernel.events import Event, EventBus
-from memcastle_project import runtime
+from kernel.events import Event
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:
+    from jobs.run import JobRun
     from jobs.services import JobService
+    from kernel.events import EventBus
     from palace.embeddings.service import EmbeddingService
+    from palace.services import PalaceService
 
 PARAMETERS = ("wing",)
 
 
-def parse(body: Mapping[str, Any]) -> dict[str, Any]:
+class EmbedServices(Protocol):
+    """What the embed job and its sweeps call."""
+
+    @property
+    def embeddings(self) -> EmbeddingService: ...
+    @property
+    def palace(self) -> PalaceService: ...
+    @property
+    def jobs(self) -> JobService: ...
+    @property
+    def events(self) -> EventBus: ...
+
+
+def parse(body: Mapping[str, Any], services: EmbedServices) -> dict[str, Any]:
     """The parameters as stored on the job; refused at submission when nothing can embed."""
     unknown = sorted(set(body) - set(PARAMETERS))
     if unknown:
         raise InputInvalid(
             unknown[0], f"is not an embed job parameter (known: {', '.join(PARAMETERS)})"
         )
-    current = runtime.current()
-    wing = current.palace.wing_parameter(body.get("wing"))
-    current.embeddings.embedding_profile()
+    wing = services.palace.wing_parameter(body.get("wing"))
+    services.embeddings.embedding_profile()
     return {"wing": wing} if wing is not None else {}
 
 
@@ -49,19 +63,19 @@ def parse(body: Mapping[str, Any]) -> dict[str, Any]:
 _run_lock = threading.Lock()
 
 
-def run(job: JobRun) -> dict[str, Any]:
+def run(job: JobRun[EmbedServices]) -> dict[str, Any]:
     with job.holding(_run_lock):
         return _run(job)
 
 
-def _run(job: JobRun) -> dict[str, Any]:
-    service: EmbeddingService = runtime.current().embeddings
+def _run(job: JobRun[EmbedServices]) -> dict[str, Any]:
+    service = job.services.embeddings
     profile = service.embedding_profile()
     repository = service.repository
     wing_id = None
     if job.params.get("wing") is not None:
         try:
-            wing_id = runtime.current().palace.find_wing(job.params["wing"])["id"]
+            wing_id = job.services.palace.find_wing(job.params["wing"])["id"]
         except WingNotFound:
             # Deleted since the job was submitted: nothing of it is left to embed.
             job.save({}, current=0, total=0, message="the wing no longer exists", last=True)
@@ -99,30 +113,28 @@ def _run(job: JobRun) -> dict[str, Any]:
     return {"embedded": state["embedded"], "profile": profile.name}
 
 
-EMBED = kinds.register(
-    kinds.JobKind(
-        name="embed",
-        priority=Priority.LOW,
-        parse=parse,
-        run=run,
-        gate=lambda params: "embed",
-        summary="embed the drawers that have no vector in the default embedding profile",
-        # It writes vectors only, each only while its drawer exists: deletes need not wait.
-        writes_palace=lambda params: False,
-    )
+EMBED = JobKind(
+    name="embed",
+    priority=Priority.LOW,
+    parse=parse,
+    run=run,
+    gate=lambda params: "embed",
+    summary="embed the drawers that have no vector in the default embedding profile",
+    # It writes vectors only, each only while its drawer exists: deletes need not wait.
+    writes_palace=lambda params: False,
 )
 
 
-class Sweeper(sweeper.Sweeper):
+class EmbedSweeper(Sweeper):
     """Queues an embed job at start-up and after drawer writes, when the default profile can
     embed."""
 
     kind = "embed"
     retried_by = "the next drawer write or start"
 
-    def __init__(self, embeddings: EmbeddingService, jobs: JobService, events: EventBus) -> None:
-        super().__init__(jobs, events)
-        self.embeddings = embeddings
+    def __init__(self, services: EmbedServices) -> None:
+        super().__init__(services.jobs, services.events)
+        self.embeddings = services.embeddings
 
     @property
     def enabled(self) -> bool:

@@ -12,7 +12,7 @@ import datetime as dt
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +26,6 @@ from kernel.validation import body_object, parse_uuid
 from palace.embeddings import providers
 from palace.embeddings.repository import EmbeddingRepository
 from palace.services import DrawerNotFound, refuse_unknown
-
-if TYPE_CHECKING:
-    from jobs.services import JobService
-    from kernel.events import EventBus
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 
@@ -95,13 +91,6 @@ class EmbeddingService:
             if found is None:
                 found = self._providers[profile.name] = providers.for_profile(profile)
             return found
-
-    def start_sweeps(self, jobs: JobService, events: EventBus) -> None:
-        """Queue an embed job now and after drawer writes (see `job.Sweeper`); called once
-        the job workers run, by the daemon and by `memcastle worker`."""
-        from palace.embeddings.job import Sweeper
-
-        Sweeper(self, jobs, events).start()
 
     # Vectors.
 

@@ -8,8 +8,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context
-from memcastle_project import runtime
+from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context, service
+from palace.embeddings.service import EmbeddingService
 
 PROVENANCE = inline_serializer(
     "EmbeddingProvenance",
@@ -46,6 +46,8 @@ ATTACHED = inline_serializer(
 
 
 class DrawerEmbeddingView(MemCastleView):
+    embeddings: EmbeddingService = service()
+
     @extend_schema(
         summary="Attach (or replace) a drawer's vector in an embedding profile",
         parameters=[
@@ -57,4 +59,4 @@ class DrawerEmbeddingView(MemCastleView):
     )
     def put(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return Response(runtime.current().embeddings.attach(ctx, drawer_id, request.data))
+        return Response(self.embeddings.attach(ctx, drawer_id, request.data))

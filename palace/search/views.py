@@ -15,10 +15,11 @@ from kernel.rest import (
     MemCastleView,
     errors,
     request_context,
+    service,
 )
 from kernel.validation import body_object
-from memcastle_project import runtime
 from palace.search import query as search_query
+from palace.search.service import SearchService
 from palace.views import DRAWER
 
 TEMPORAL_HELP = (
@@ -118,25 +119,27 @@ def _options(request: Request) -> dict[str, Any]:
     return options
 
 
-def _search(request: Request, *, recall: bool, body: bool) -> Response:
-    if body:
-        query = search_query.from_body(body_object(request.data), recall=recall)
-    else:
-        query = search_query.from_options(_options(request), recall=recall)
-    service = runtime.current().search
-    return Response(service.search(request_context(request), query, recall=recall))
-
-
-class SearchView(MemCastleView):
+# Search and recall call `SearchService` with the same options; the options are checked there.
+class SearchServiceView(MemCastleView):
+    search: SearchService = service()
     query_parameters = None
 
+    def answer(self, request: Request, *, recall: bool, body: bool) -> Response:
+        if body:
+            query = search_query.from_body(body_object(request.data), recall=recall)
+        else:
+            query = search_query.from_options(_options(request), recall=recall)
+        return Response(self.search.search(request_context(request), query, recall=recall))
+
+
+class SearchView(SearchServiceView):
     @extend_schema(
         summary="Search drawers: lexical, semantic, hybrid or auto, in scope and in time",
         parameters=_flat_parameters(recall=False),
         responses={200: RESULTS, **errors(400, 403, 404)},
     )
     def get(self, request: Request) -> Response:
-        return _search(request, recall=False, body=False)
+        return self.answer(request, recall=False, body=False)
 
     @extend_schema(
         summary="Search drawers with a JSON request (a nested filter, your own query vector)",
@@ -145,19 +148,17 @@ class SearchView(MemCastleView):
         responses={200: RESULTS, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:
-        return _search(request, recall=False, body=True)
+        return self.answer(request, recall=False, body=True)
 
 
-class RecallView(MemCastleView):
-    query_parameters = None
-
+class RecallView(SearchServiceView):
     @extend_schema(
         summary="Recall: search whole wings (the same options as search, without room)",
         parameters=_flat_parameters(recall=True),
         responses={200: RESULTS, **errors(400, 403, 404)},
     )
     def get(self, request: Request) -> Response:
-        return _search(request, recall=True, body=False)
+        return self.answer(request, recall=True, body=False)
 
     @extend_schema(
         summary="Recall with a JSON request",
@@ -166,4 +167,4 @@ class RecallView(MemCastleView):
         responses={200: RESULTS, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:
-        return _search(request, recall=True, body=True)
+        return self.answer(request, recall=True, body=True)

@@ -6,7 +6,7 @@ import sys
 from argparse import ArgumentParser
 from typing import Any
 
-from jobs.worker import run_standalone
+from memcastle_project.serving import work
 from palace.management.base import LocalCommand
 
 
@@ -22,4 +22,4 @@ class Command(LocalCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         config = self.config(options, **{"jobs.max_concurrency": options["concurrency"]})
-        sys.exit(run_standalone(config))
+        sys.exit(work(config))

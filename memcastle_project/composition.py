@@ -1,0 +1,92 @@
+"""The composition root: every service of the daemon, built once and handed to whoever calls it.
+
+`compose` builds the services on an open store; the URL configuration binds each view to the
+services it calls, the MCP server gets the tools' services, and the job executor hands them to
+every job it runs. Nothing below the project package looks a service up: each gets what it
+needs from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graph.repository import GraphRepository
+from graph.services import GraphService
+from jobs.executor import Executor
+from jobs.services import JobService
+from kernel.config import Config
+from kernel.events import EventBus
+from kernel.store import Store
+from memcastle_project.auth import TokenService
+from memcastle_project.system import SystemService
+from palace.embeddings.service import EmbeddingService
+from palace.journal import JournalService
+from palace.maintenance import Maintenance
+from palace.repository import MaintenanceRepository, PalaceRepository
+from palace.search.indexes import SearchIndexes
+from palace.search.service import SearchService
+from palace.services import PalaceService
+from sources.configured import ConfiguredSection
+from sources.services import SourceService
+
+
+@dataclass
+class Services:
+    """Every service of one daemon (or standalone worker), on one store.
+
+    It satisfies each app's protocol of what its job kinds and sweeps call
+    (`palace.checkpoint.CheckpointServices`, ...) and the MCP tools' (`mcp_bridge.tools`)."""
+
+    config: Config
+    store: Store
+    events: EventBus
+    executor: Executor
+    jobs: JobService
+    tokens: TokenService
+    palace: PalaceService
+    journal: JournalService
+    embeddings: EmbeddingService
+    indexes: SearchIndexes
+    search: SearchService
+    graph: GraphService
+    sources: SourceService
+    maintenance: Maintenance
+    miners: ConfiguredSection
+    triggers: ConfiguredSection
+    system: SystemService
+
+
+def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
+    """The services of a daemon listening on `bind_addr` (empty for a standalone worker)."""
+    events = EventBus()
+    executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
+    jobs = JobService(executor)
+    palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
+    embeddings = EmbeddingService(store, config.embeddings)
+    indexes = SearchIndexes(
+        store,
+        config.palace_path / "search",
+        {name: profile.dimensions for name, profile in embeddings.profiles.items()},
+    )
+    services = Services(
+        config=config,
+        store=store,
+        events=events,
+        executor=executor,
+        jobs=jobs,
+        tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
+        palace=palace,
+        journal=JournalService(palace),
+        embeddings=embeddings,
+        indexes=indexes,
+        search=SearchService(palace, indexes, embeddings),
+        graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
+        sources=SourceService(store, config.mining),
+        maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
+        # The miners and triggers configuration sections are not read yet: none are set.
+        miners=ConfiguredSection("miner"),
+        triggers=ConfiguredSection("trigger"),
+        system=SystemService(config, store, palace, jobs, indexes, embeddings, bind_addr),
+    )
+    executor.services = services
+    return services

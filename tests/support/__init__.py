@@ -1,0 +1,1 @@
+"""What the tests (and `bench/`) share: daemons, clients, waits and checks."""
