@@ -17,7 +17,7 @@ from django.core.management import get_commands, load_command_class
 
 from palace.management import base
 
-APPS = ("palace", "jobs")
+APPS = ("palace", "graph", "jobs", "sources", "memcastle_project")
 PROG = "memcastle"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 BEGIN = "<!-- BEGIN GENERATED: python -m palace.management.reference -->"

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
+from graph.management.commands.entity import relationships
 from palace.management.client import DaemonCommand
-from palace.management.commands.entity import relationships
 
 
 class Command(DaemonCommand):
