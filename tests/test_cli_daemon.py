@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from palace.management.reference import BEGIN, DOCS, END, reference
+from memcastle_project.cli import BEGIN, DOCS, END, reference
 from tests.daemon import REPO, Daemon
 from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused
 
@@ -157,5 +157,5 @@ def test_the_reference_docs_match_the_parsers() -> None:
     text = DOCS.read_text(encoding="utf-8")
     generated = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert generated.strip() == reference().strip(), (
-        "docs/cli.md is out of date: run `python -m palace.management.reference`"
+        "docs/cli.md is out of date: run `python manage.py cli_reference`"
     )

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from memcastle_project.cli import normalize
-from palace.management.render import Output, colour_enabled, confirm, highlight_json, table
+from memcastle_project.cli import Output, colour_enabled, confirm, highlight_json, normalize, table
 from tests.daemon import REPO, Daemon
 
 MEMCASTLE = Path(sys.executable).parent / "memcastle"

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from graph.management.commands.entity import relationships
-from palace.management.client import DaemonCommand
+from memcastle_project.cli import DaemonCommand
 
 
 class Command(DaemonCommand):

@@ -7,7 +7,7 @@ from argparse import ArgumentParser
 from typing import Any
 
 from jobs.worker import run_standalone
-from palace.management.base import LocalCommand
+from memcastle_project.cli import LocalCommand
 
 
 class Command(LocalCommand):

@@ -12,7 +12,7 @@ from argparse import ArgumentParser
 from typing import Any
 
 from kernel.store import Store
-from palace.management.base import LocalCommand
+from memcastle_project.cli import LocalCommand
 
 
 class Command(LocalCommand):

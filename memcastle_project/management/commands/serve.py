@@ -6,8 +6,8 @@ import sys
 from argparse import ArgumentParser
 from typing import Any
 
+from memcastle_project.cli import LocalCommand
 from memcastle_project.serving import serve
-from palace.management.base import LocalCommand
 
 
 class Command(LocalCommand):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from palace.management.client import DaemonCommand, Endpoint, NotRunning
-from palace.management.render import Output, card
+from memcastle_project.cli import DaemonCommand, Endpoint, NotRunning, Output, card
 
 NOT_RUNNING_EXIT = 3
 
