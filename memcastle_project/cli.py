@@ -25,6 +25,15 @@ import django
 import httpx
 from django.core.management import execute_from_command_line, get_commands, load_command_class
 from django.core.management.base import BaseCommand, CommandParser
+from rich.color import ColorSystem
+from rich.console import Console, RenderableType
+from rich.highlighter import JSONHighlighter
+from rich.panel import Panel
+from rich.progress import Progress, ProgressColumn, Task
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from rich.theme import Theme
 
 from kernel import __version__
 from kernel.config import Config, load_config
@@ -75,7 +84,7 @@ def print_diagnostic(
         code = f"{code} ({error.remote_status}, {error.remote_code})"
     colour = colour_enabled(stream)
     lines = [
-        f"{paint('error:', '1;31', colour)} {error.message}",
+        f"{paint('error:', 'bold red', colour)} {error.message}",
         f"  code: {code}",
         f"  help: {error.help}",
     ]
@@ -91,20 +100,28 @@ def print_diagnostic(
 
 # Rendering --------------------------------------------------------------------------------------
 
-STATUS_COLOURS = {
-    "queued": "33",
-    "running": "36",
-    "paused": "35",
-    "completed": "32",
-    "failed": "31",
-    "cancelled": "2",
+STATUS_STYLES = {
+    "queued": "yellow",
+    "running": "cyan",
+    "paused": "magenta",
+    "completed": "green",
+    "failed": "red",
+    "cancelled": "dim",
 }
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_JSON_TOKEN = re.compile(
-    r'(?P<key>"(?:[^"\\]|\\.)*"(?=\s*:))|(?P<string>"(?:[^"\\]|\\.)*")'
-    r"|(?P<literal>\btrue\b|\bfalse\b|\bnull\b)|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+# Highlighted JSON: keys blue, strings green, numbers cyan, true, false and null magenta.
+JSON_THEME = Theme(
+    {
+        "json.key": "blue",
+        "json.str": "green",
+        "json.number": "cyan",
+        "json.bool_true": "magenta",
+        "json.bool_false": "magenta",
+        "json.null": "magenta",
+        "json.brace": "none",
+    }
 )
-_JSON_COLOURS = {"key": "34", "string": "32", "literal": "35", "number": "36"}
+# A table is as wide as its rows: a row stays on one line, and an id is never cut.
+UNBOUNDED = sys.maxsize
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -128,20 +145,38 @@ def colour_enabled(stream: TextIO, env: Mapping[str, str] | None = None) -> bool
     return is_terminal(stream)
 
 
-def paint(text: str, code: str, enabled: bool) -> str:
-    return f"\x1b[{code}m{text}\x1b[0m" if enabled else text
+def console(stream: TextIO | None, *, colour: bool, width: int | None = None) -> Console:
+    """A rich console that colours exactly when `colour` says: the rules above decide it, not
+    rich's own reading of the environment (which differs: an empty `NO_COLOR` counts there)."""
+    return Console(
+        file=stream,
+        width=width,
+        color_system="standard" if colour else None,
+        force_terminal=colour or (stream is not None and is_terminal(stream)),
+        no_color=False,
+        theme=JSON_THEME,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
 
 
-def visible_width(text: str) -> int:
-    return len(_ANSI.sub("", text))
+def render(renderable: RenderableType, on: Console, *, soft_wrap: bool = False) -> str:
+    """What the console would print, as text: a rendering is composed before it is written.
+    `soft_wrap` leaves long lines whole (to the terminal to wrap)."""
+    with on.capture() as captured:
+        on.print(renderable, end="", soft_wrap=soft_wrap)
+    return captured.get().rstrip("\n")
+
+
+def paint(text: str, style: str, enabled: bool) -> str:
+    """`text` in a rich style (`"bold red"`), as escape codes when colour is enabled."""
+    return Style.parse(style).render(text, color_system=ColorSystem.STANDARD) if enabled else text
 
 
 def highlight_json(text: str) -> str:
-    def colour(match: re.Match[str]) -> str:
-        kind = match.lastgroup or "string"
-        return paint(match.group(), _JSON_COLOURS[kind], True)
-
-    return _JSON_TOKEN.sub(colour, text)
+    """JSON text with colour codes added, and not a character changed."""
+    return render(JSONHighlighter()(text), console(None, colour=True), soft_wrap=True)
 
 
 class Output:
@@ -157,6 +192,7 @@ class Output:
         self.json = json_flag or not is_terminal(self.stdout)
         self.colour = colour_enabled(self.stdout)
         self.stderr_colour = colour_enabled(self.stderr)
+        self.console = console(self.stdout, colour=self.colour)
 
     def show(self, answer: Any, human: Callable[[Output, Any], str] | None = None) -> None:
         """The answer as JSON, or as `human` renders it on a terminal."""
@@ -181,45 +217,44 @@ class Output:
         self.stderr.write(text.rstrip("\n") + "\n")
         self.stderr.flush()
 
-    def paint(self, text: str, code: str) -> str:
-        return paint(text, code, self.colour)
+    def paint(self, text: str, style: str) -> str:
+        return paint(text, style, self.colour)
 
     def bold(self, text: str) -> str:
-        return self.paint(text, "1")
+        return self.paint(text, "bold")
 
     def dim(self, text: str) -> str:
-        return self.paint(text, "2")
+        return self.paint(text, "dim")
 
     def status(self, status: str) -> str:
-        return self.paint(status, STATUS_COLOURS.get(status, "0"))
+        return self.paint(status, STATUS_STYLES.get(status, "none"))
 
 
 def table(headers: list[str], rows: Iterable[list[str]], *, empty: str = "(none)") -> str:
-    """Columns padded to their widest cell; colour codes do not count as width."""
+    """Columns as wide as their widest cell. The cells come painted for their stream and the
+    table adds no colour of its own, so their colour codes are kept and do not count as width."""
     rows = list(rows)
     if not rows:
         return empty
-    widths = [
-        max(visible_width(cell) for cell in column) for column in zip(headers, *rows, strict=True)
-    ]
-
-    def format_row(cells: list[str]) -> str:
-        padded = [
-            cell + " " * (width - visible_width(cell))
-            for cell, width in zip(cells, widths, strict=True)
-        ]
-        return "  ".join(padded).rstrip()
-
-    return "\n".join([format_row(headers), *(format_row(row) for row in rows)])
+    grid = Table(*headers, box=None, pad_edge=False, header_style="none")
+    for row in rows:
+        grid.add_row(*(Text.from_ansi(cell) for cell in row))
+    shown = render(grid, console(None, colour=True, width=UNBOUNDED))
+    return "\n".join(line.rstrip() for line in shown.splitlines())
 
 
 def card(out: Output, title: str, fields: Iterable[tuple[str, object]]) -> str:
-    """A titled list of `label: value` lines; fields without a value are left out."""
-    shown = [(label, value) for label, value in fields if value not in (None, "", [], {})]
-    width = max((len(label) for label, _ in shown), default=0)
-    lines = [out.bold(title)]
-    lines += [f"  {label + ':':<{width + 1}} {value}" for label, value in shown]
-    return "\n".join(lines)
+    """A titled panel of `label: value` lines, as wide as the terminal allows (a long value is
+    folded, never cut); fields without a value are left out."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in fields:
+        if value not in (None, "", [], {}):
+            grid.add_row(f"{label}:", Text.from_ansi(str(value)))
+    heading = Text.from_ansi(title)
+    heading.stylize("bold")
+    return render(Panel(grid, title=heading, title_align="left", expand=False), out.console)
 
 
 def progress_text(progress: Mapping[str, Any]) -> str:
@@ -254,35 +289,62 @@ def job_card(out: Output, job: Mapping[str, Any]) -> str:
     return lines
 
 
-class ProgressBar:
-    """A job's progress on a terminal's stderr, redrawn in place; silent anywhere else."""
+class JobColumn(ProgressColumn):
+    """A job's line in the progress display: `[######------] 2/5 running message`, the bar
+    drawn in `#` and `-` so it reads the same in any font."""
 
     WIDTH = 30
 
+    def render(self, task: Task) -> Text:
+        job = task.fields["job"]
+        progress = job.get("progress") or {}
+        filled = (
+            min(self.WIDTH, int(self.WIDTH * task.completed // task.total)) if task.total else 0
+        )
+        status = str(job["status"])
+        return Text.assemble(
+            f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {progress_text(progress)} ",
+            (status, STATUS_STYLES.get(status, "none")),
+            f" {progress.get('message') or ''}",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+
+
+class ProgressBar:
+    """A job's progress on a terminal's stderr, redrawn in place by rich until `finish`; silent
+    anywhere else."""
+
     def __init__(self, out: Output) -> None:
-        self.out = out
-        self.enabled = is_terminal(out.stderr)
-        self.drawn = False
+        self.display: Progress | None = None
+        if is_terminal(out.stderr):
+            self.display = Progress(
+                JobColumn(),
+                console=console(out.stderr, colour=out.stderr_colour),
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self.task = self.display.add_task("job", total=None, job={})
 
     def update(self, job: Mapping[str, Any]) -> None:
-        if not self.enabled:
+        if self.display is None:
             return
         progress = job.get("progress") or {}
-        current, total = int(progress.get("current") or 0), progress.get("total")
-        filled = min(self.WIDTH, self.WIDTH * current // int(total)) if total else 0
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
-        status = paint(
-            str(job["status"]), STATUS_COLOURS.get(str(job["status"]), "0"), self.out.stderr_colour
+        self.display.update(
+            self.task,
+            completed=int(progress.get("current") or 0),
+            total=progress.get("total") or None,
+            job=job,
+            refresh=True,
         )
-        message = str(progress.get("message") or "")[:40]
-        self.out.stderr.write(f"\r\x1b[2K[{bar}] {progress_text(progress)} {status} {message}")
-        self.out.stderr.flush()
-        self.drawn = True
+        # The first update starts the display, which draws it; the next ones redraw it.
+        self.display.start()
 
     def finish(self) -> None:
-        if self.drawn:
-            self.out.stderr.write("\n")
-            self.out.stderr.flush()
+        """Leave the last line drawn, and give the terminal its cursor back."""
+        if self.display is not None:
+            self.display.stop()
 
 
 def confirm(
@@ -629,13 +691,16 @@ class DaemonClient:
             return False
 
     def wait_for_job(self, job: dict[str, Any], bar: ProgressBar) -> dict[str, Any]:
-        """Poll the job until it completes, fails or is cancelled, drawing its progress."""
-        while str(job["status"]) not in TERMINAL_STATUSES:
+        """Poll the job until it completes, fails or is cancelled, drawing its progress; the
+        bar is finished however the wait ends (a failed request, Ctrl-C)."""
+        try:
+            while str(job["status"]) not in TERMINAL_STATUSES:
+                bar.update(job)
+                time.sleep(JOB_POLL_SECS)
+                job = self.call("GET", f"/api/jobs/{job['id']}")
             bar.update(job)
-            time.sleep(JOB_POLL_SECS)
-            job = self.call("GET", f"/api/jobs/{job['id']}")
-        bar.update(job)
-        bar.finish()
+        finally:
+            bar.finish()
         return job
 
 
