@@ -900,22 +900,35 @@ def normalize(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """The `memcastle` console script; `python manage.py` runs it too, with the same words."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
+    """The `memcastle` console script. `help` is MemCastle's: `memcastle help` is
+    `memcastle --help` (MemCastle's commands, not Django's), and `memcastle help wing list` is
+    `memcastle wing list --help`."""
     argv = normalize(sys.argv[1:])
+    if argv[:1] == ["help"]:
+        named = normalize(argv[1:])
+        argv = [*named, "--help"] if named[:1] and not named[0].startswith("-") else ["--help"]
+    run(argv)
+
+
+def manage() -> None:
+    """`python manage.py`: the same commands with the same words, but `help` is Django's own,
+    the listing of every command Django has (`flush`, `runserver`...)."""
+    run(normalize(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> None:
+    """Run normalised words: `--version`, the overview for no command (on stderr with exit 2
+    when only unknown flags came), else the command through Django."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
     if argv[:1] == ["--version"]:
         sys.stdout.write(f"{PROG} {__version__}\n")
         return
     if not argv or argv[0].startswith("-"):
         asked = not argv or argv[0] in ("-h", "--help")
-        _print_overview(sys.stdout if asked else sys.stderr)
+        django.setup()
+        (sys.stdout if asked else sys.stderr).write(overview())
         sys.exit(0 if asked else 2)
     execute_from_command_line([PROG, *argv])
-
-
-def _print_overview(stream: TextIO) -> None:
-    django.setup()
-    stream.write(overview())
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import pytest
 
 from memcastle_project.cli import BEGIN, DOCS, END, reference
 from tests.daemon import REPO, Daemon
-from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused
+from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused, together
 
 TOKEN = "a-configured-secret-of-32-chars!"
 
@@ -123,6 +123,32 @@ def test_help_lists_the_commands(daemon: Daemon) -> None:
     for name in ("status", "wake-up", "drawer", "completions", "serve"):
         assert f"\n  {name} " in result.stdout
     assert "runserver" not in result.stdout
+
+
+def test_help_is_memcastles_own(stopped: Daemon) -> None:
+    """`memcastle help` is `memcastle --help`, and `memcastle help COMMAND ACTION` the action's
+    own help; `python manage.py help` stays Django's listing of every command."""
+    asked, overview, action, wing_list, django = together(
+        lambda: cli(stopped, "help"),
+        lambda: cli(stopped, "--help"),
+        lambda: cli(stopped, "help", "wings", "list"),
+        lambda: cli(stopped, "wing", "list", "--help"),
+        lambda: subprocess.run(
+            [sys.executable, "manage.py", "help"],
+            env=environment(stopped),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        ),
+    )
+    assert asked.returncode == 0 and asked.stderr == ""
+    assert asked.stdout == overview.stdout and "flush" not in asked.stdout
+    assert action.returncode == 0 and action.stdout == wing_list.stdout
+    assert action.stdout.startswith("usage: memcastle wing list")
+    assert django.returncode == 0, django.stderr
+    for name in ("flush", "makemigrations", "sendtestemail", "runserver", "wing", "worker"):
+        assert f"    {name}\n" in django.stdout
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
