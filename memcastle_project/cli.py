@@ -43,7 +43,8 @@ from memcastle_project.registry import RegistryFile
 
 PROG = "memcastle"
 
-# Diagnostics ------------------------------------------------------------------------------------
+# Diagnostics --------------------------------------------------------------------------------------
+# A failure is `error:`, `code:` and `help:` on stderr, and exit 1 (cli.md section 3).
 
 
 class RemoteRejected(MemCastleError):
@@ -98,7 +99,8 @@ def print_diagnostic(
     stream.write("\n".join(lines) + "\n")
 
 
-# Rendering --------------------------------------------------------------------------------------
+# Rendering ----------------------------------------------------------------------------------------
+# JSON for scripts, rich tables and cards for people; colour by cli.md's rules (section 2).
 
 STATUS_STYLES = {
     "queued": "yellow",
@@ -209,13 +211,11 @@ class Output:
         self.line(text)
 
     def line(self, text: str) -> None:
-        self.stdout.write(text.rstrip("\n") + "\n")
-        self.stdout.flush()
+        _write_line(self.stdout, text)
 
     def note(self, text: str) -> None:
         """A line for the person, never part of the answer: stderr."""
-        self.stderr.write(text.rstrip("\n") + "\n")
-        self.stderr.flush()
+        _write_line(self.stderr, text)
 
     def paint(self, text: str, style: str) -> str:
         return paint(text, style, self.colour)
@@ -228,6 +228,11 @@ class Output:
 
     def status(self, status: str) -> str:
         return self.paint(status, STATUS_STYLES.get(status, "none"))
+
+
+def _write_line(stream: TextIO, text: str) -> None:
+    stream.write(text.rstrip("\n") + "\n")
+    stream.flush()
 
 
 def table(headers: list[str], rows: Iterable[list[str]], *, empty: str = "(none)") -> str:
@@ -373,7 +378,8 @@ def confirm(
         )
 
 
-# Arguments --------------------------------------------------------------------------------------
+# Arguments ----------------------------------------------------------------------------------------
+# The global flags, the parser, and the words several commands read the same way.
 
 # The global flags (cli.md 4): their names and their settings at the top level.
 GLOBAL_FLAGS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
@@ -466,7 +472,8 @@ class MemCastleParser(CommandParser):
         sys.exit(1)
 
 
-# Commands ---------------------------------------------------------------------------------------
+# Commands -----------------------------------------------------------------------------------------
+# The base classes of every app's management commands.
 
 # The options Django's `run_from_argv` and `execute` read, which the replaced base arguments set.
 _DJANGO_DEFAULTS = {
@@ -571,7 +578,8 @@ class DaemonCommand(MemCastleCommand):
             )
 
 
-# The daemon client ------------------------------------------------------------------------------
+# The daemon client --------------------------------------------------------------------------------
+# Found through its registry file, else at the configured address; one request at a time.
 
 REQUESTED_BY = "cli"
 REQUEST_TIMEOUT_SECS = 60.0
@@ -710,7 +718,9 @@ def _param(value: object) -> object:
     return value
 
 
-# The command tree: `--help`, the completions and the reference ---------------------------------
+# The command tree ---------------------------------------------------------------------------------
+# Read from the commands' own parsers: `--help`, the completions and the reference in docs/cli.md
+# come from it, so none of them can drift.
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 BEGIN = "<!-- BEGIN GENERATED: python manage.py cli_reference -->"
@@ -865,7 +875,8 @@ def rewrite_docs(path: Path = DOCS) -> bool:
     return True
 
 
-# The console entry ------------------------------------------------------------------------------
+# The console entry --------------------------------------------------------------------------------
+# `memcastle` and `python manage.py`: the same words, normalised, then Django's dispatch.
 
 ALIASES = {
     "wake-up": "wake_up",
