@@ -672,7 +672,9 @@ class DaemonClient:
         """One request and its JSON answer. A POST always says it came from the CLI; a refusal
         raises `RemoteRejected`, no answer `NotRunning`, a broken one `RequestFailed`."""
         payload = {**(body or {}), "requested_by": REQUESTED_BY} if method == "POST" else None
-        query = {key: _param(value) for key, value in (params or {}).items() if value is not None}
+        query: dict[str, Any] = {
+            key: _param(value) for key, value in (params or {}).items() if value is not None
+        }
         if self.verbose >= 2:
             sys.stderr.write(f"{method} {self.endpoint.url}{path} {query or ''}\n")
         try:
@@ -810,7 +812,7 @@ def memcastle_commands() -> dict[str, MemCastleCommand]:
     """MemCastle's commands by name, as Django's discovery finds them in every installed app:
     those built on `MemCastleCommand` (Django's own, `flush` or `runserver`, mean nothing
     here)."""
-    found = {}
+    found: dict[str, MemCastleCommand] = {}
     for name, app in sorted(get_commands().items()):
         command = load_command_class(app, name)
         if isinstance(command, MemCastleCommand):

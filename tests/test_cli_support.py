@@ -217,14 +217,15 @@ def test_stdout_and_stderr_are_coloured_each_by_the_rules(
     for name, value in env.items():
         plain_environment.setenv(name, value)
     # stdout is a terminal, stderr a pipe.
-    out = Output(json_flag=False, stdout=Terminal(), stderr=io.StringIO())
+    piped = io.StringIO()
+    out = Output(json_flag=False, stdout=Terminal(), stderr=piped)
     assert (out.colour, out.stderr_colour) == (stdout_colour, stderr_colour)
     assert out.status("completed") == ("\x1b[32mcompleted\x1b[0m" if stdout_colour else "completed")
     print_diagnostic(
-        MemCastleError("it broke", code="memcastle::x::y", help="fix it"), stream=out.stderr
+        MemCastleError("it broke", code="memcastle::x::y", help="fix it"), stream=piped
     )
     error = "\x1b[1;31merror:\x1b[0m" if stderr_colour else "error:"
-    assert out.stderr.getvalue() == f"{error} it broke\n  code: memcastle::x::y\n  help: fix it\n"
+    assert piped.getvalue() == f"{error} it broke\n  code: memcastle::x::y\n  help: fix it\n"
 
 
 # Text rich would read as markup, emoji or highlighting if it were given the chance.
