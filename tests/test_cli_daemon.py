@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from palace.management.reference import BEGIN, DOCS, END, reference
+from memcastle_project.cli import BEGIN, DOCS, END, reference
 from tests.daemon import REPO, Daemon
-from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused
+from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused, together
 
 TOKEN = "a-configured-secret-of-32-chars!"
 
@@ -125,6 +125,32 @@ def test_help_lists_the_commands(daemon: Daemon) -> None:
     assert "runserver" not in result.stdout
 
 
+def test_help_is_memcastles_own(stopped: Daemon) -> None:
+    """`memcastle help` is `memcastle --help`, and `memcastle help COMMAND ACTION` the action's
+    own help; `python manage.py help` stays Django's listing of every command."""
+    asked, overview, action, wing_list, django = together(
+        lambda: cli(stopped, "help"),
+        lambda: cli(stopped, "--help"),
+        lambda: cli(stopped, "help", "wings", "list"),
+        lambda: cli(stopped, "wing", "list", "--help"),
+        lambda: subprocess.run(
+            [sys.executable, "manage.py", "help"],
+            env=environment(stopped),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        ),
+    )
+    assert asked.returncode == 0 and asked.stderr == ""
+    assert asked.stdout == overview.stdout and "flush" not in asked.stdout
+    assert action.returncode == 0 and action.stdout == wing_list.stdout
+    assert action.stdout.startswith("usage: memcastle wing list")
+    assert django.returncode == 0, django.stderr
+    for name in ("flush", "makemigrations", "sendtestemail", "runserver", "wing", "worker"):
+        assert f"    {name}\n" in django.stdout
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completions(daemon: Daemon, shell: str, tmp_path: Path) -> None:
     result = cli(daemon, "completions", shell, "--json")
@@ -157,5 +183,5 @@ def test_the_reference_docs_match_the_parsers() -> None:
     text = DOCS.read_text(encoding="utf-8")
     generated = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert generated.strip() == reference().strip(), (
-        "docs/cli.md is out of date: run `python -m palace.management.reference`"
+        "docs/cli.md is out of date: run `python manage.py cli_reference`"
     )

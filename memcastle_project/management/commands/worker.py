@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from argparse import ArgumentParser
 from typing import Any
 
+from django.core.management.base import CommandParser
+
+from memcastle_project.cli import LocalCommand
 from memcastle_project.serving import work
-from palace.management.base import LocalCommand
 
 
 class Command(LocalCommand):
@@ -16,7 +17,7 @@ class Command(LocalCommand):
         "of jobs.broker_url, until SIGTERM or SIGINT. Logs go to stderr."
     )
 
-    def add_arguments(self, parser: ArgumentParser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--concurrency", help="jobs run at once (jobs.max_concurrency)")
 

@@ -8,8 +8,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from kernel.errors import InputInvalid
-from palace.management.arguments import read_text
-from palace.management.client import DaemonCommand, add_wait_flag
+from memcastle_project.cli import DaemonCommand, add_wait_flag, read_text
 
 
 class Command(DaemonCommand):

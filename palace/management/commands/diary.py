@@ -6,8 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand
-from palace.management.render import Output
+from memcastle_project.cli import DaemonCommand, Output
 
 
 class Command(DaemonCommand):

@@ -7,10 +7,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.arguments import palace_path, read_text
-from palace.management.client import DaemonCommand
-from palace.management.commands.wing import deleted, url
-from palace.management.render import Output, card, confirm, table
+from memcastle_project.cli import DaemonCommand, Output, card, confirm, read_text, table
+from palace.management.commands.wing import deleted, palace_path, url
 
 PATH = "WING/ROOM/DRAWER"
 PATH_HELP = "the drawer: its name (which may hold `/`) or UUID, within its wing and room"

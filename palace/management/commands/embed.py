@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand, add_wait_flag
+from memcastle_project.cli import DaemonCommand, add_wait_flag
 
 
 class Command(DaemonCommand):

@@ -6,8 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand, add_wait_flag
-from palace.management.render import confirm
+from memcastle_project.cli import DaemonCommand, add_wait_flag, confirm
 
 
 class Command(DaemonCommand):

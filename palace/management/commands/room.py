@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.arguments import palace_path
+from memcastle_project.cli import Output, table
 from palace.management.commands import wing
-from palace.management.render import Output, table
+from palace.management.commands.wing import palace_path
 
 
 class Command(wing.Command):

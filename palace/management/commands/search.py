@@ -6,8 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand
-from palace.management.render import Output
+from memcastle_project.cli import DaemonCommand, Output
 from palace.search.query import RANKINGS, SOURCE_KINDS
 
 PREVIEW_CHARS = 200
@@ -72,7 +71,7 @@ def render_hits(out: Output, answer: dict[str, Any]) -> str:
         via = f" via {', '.join(hit['via'])}" if hit.get("via") else ""
         ended = f" until {hit['valid_to']}" if hit.get("valid_to") else ""
         lines.append(
-            f"{rank:>2}. {out.bold(title)}  {out.paint(f'{hit["score"]:.4f}', '36')}{via}"
+            f"{rank:>2}. {out.bold(title)}  {out.paint(f'{hit["score"]:.4f}', 'cyan')}{via}"
             + out.dim(f"  {hit['id']}{ended}")
         )
         content = " ".join(hit["content"].split())

@@ -1,4 +1,5 @@
-"""`memcastle wing list|show|create|delete` (alias `wings`)."""
+"""`memcastle wing list|show|create|delete` (alias `wings`), and what the room and drawer
+commands share with it: palace paths and REST paths."""
 
 from __future__ import annotations
 
@@ -7,9 +8,24 @@ from urllib.parse import quote
 
 from django.core.management.base import CommandParser
 
-from palace.management.arguments import palace_path
-from palace.management.client import DaemonCommand
-from palace.management.render import Output, card, confirm, table
+from kernel.validation import is_uuid
+from memcastle_project.cli import DaemonCommand, Output, card, confirm, table
+from palace.names import PathInvalid, check_drawer_name, check_room_name, check_wing_name
+
+
+def palace_path(text: str, depth: int, *, new: bool = False) -> list[str]:
+    """`wing`, `wing/room` or `wing/room/drawer` (a drawer name may hold `/`), checked before
+    the daemon is asked. An existing wing, room or drawer may be named by its UUID; a new one
+    (`new`) must have a valid name."""
+    parts = text.split("/", depth - 1)
+    if len(parts) != depth:
+        shape = "/".join(("WING", "ROOM", "DRAWER")[:depth])
+        raise PathInvalid(f"{text!r} is not a {shape} path")
+    checks = (check_wing_name, check_room_name, check_drawer_name)
+    for part, check in zip(parts, checks, strict=False):
+        if not (is_uuid(part) and not new):
+            check(part)
+    return parts
 
 
 def url(*parts: str) -> str:

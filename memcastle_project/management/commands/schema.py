@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from kernel.errors import MemCastleError
-from palace.management.client import DaemonCommand
+from memcastle_project.cli import DaemonCommand
 
 
 class Command(DaemonCommand):

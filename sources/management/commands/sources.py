@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from palace.management.client import DaemonCommand
-from palace.management.render import Output, table
+from memcastle_project.cli import DaemonCommand, Output, table
 
 
 class Command(DaemonCommand):

@@ -9,8 +9,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand
-from palace.management.render import confirm
+from memcastle_project.cli import DaemonCommand, confirm
 
 
 class Command(DaemonCommand):

@@ -6,8 +6,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand
-from palace.management.render import Output, card, table
+from memcastle_project.cli import DaemonCommand, Output, card, table
 
 
 class Command(DaemonCommand):

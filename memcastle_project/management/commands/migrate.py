@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import json
 import sys
-from argparse import ArgumentParser
 from typing import Any
 
+from django.core.management.base import CommandParser
+
 from kernel.store import Store
-from palace.management.base import LocalCommand
+from memcastle_project.cli import LocalCommand
 
 
 class Command(LocalCommand):
     help = "Apply pending schema migrations (--status reports, --check fails when any pend)."
 
-    def add_arguments(self, parser: ArgumentParser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         group = parser.add_mutually_exclusive_group()
         group.add_argument("--status", action="store_true", help="report without applying")

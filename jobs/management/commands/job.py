@@ -7,10 +7,11 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from jobs.states import Status
-from palace.management.client import DaemonCommand, add_wait_flag
-from palace.management.render import (
+from memcastle_project.cli import (
+    DaemonCommand,
     Output,
     ProgressBar,
+    add_wait_flag,
     confirm,
     job_card,
     job_detail,

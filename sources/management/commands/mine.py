@@ -16,8 +16,8 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from kernel.errors import InputInvalid
-from palace.management.arguments import project_settings
-from palace.management.client import DaemonCommand, add_wait_flag
+from memcastle_project.cli import DaemonCommand, add_wait_flag
+from palace.management.commands.note import project_settings
 
 DIRECTORY = "directory"
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import sys
-from argparse import ArgumentParser
 from typing import Any
 
+from django.core.management.base import CommandParser
+
+from memcastle_project.cli import LocalCommand
 from memcastle_project.serving import serve
-from palace.management.base import LocalCommand
 
 
 class Command(LocalCommand):
     help = "Run the MemCastle daemon in the foreground (logs go to stderr)."
 
-    def add_arguments(self, parser: ArgumentParser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--bind", help="IP address to listen on (default 127.0.0.1)")
         parser.add_argument("--port", help="port to listen on (default 8420; 0 picks one)")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from palace.management.client import DaemonCommand, Endpoint, NotRunning
-from palace.management.render import Output, card
+from memcastle_project.cli import DaemonCommand, Endpoint, NotRunning, Output, card
 
 NOT_RUNNING_EXIT = 3
 
@@ -49,7 +48,7 @@ def _healthy(report: dict[str, Any]) -> bool:
 
 
 def _stopped(out: Output, report: dict[str, Any]) -> str:
-    lines = [f"MemCastle is {out.paint('not running', '31')} (looked at {report['endpoint']})"]
+    lines = [f"MemCastle is {out.paint('not running', 'red')} (looked at {report['endpoint']})"]
     if report["registry_state"] == "stale":
         lines.append(f"registry file {report['registry']} is stale (its process is gone)")
     lines.append(out.dim("start it with `memcastle daemon start`"))
@@ -60,15 +59,15 @@ def _report(out: Output, report: dict[str, Any]) -> str:
     migrations = report.get("migrations") or {}
     datastore = report["datastore"]
     health = (
-        out.paint("healthy", "32")
+        out.paint("healthy", "green")
         if datastore.get("healthy")
-        else out.paint(f"unhealthy: {datastore.get('error', '')}", "31")
+        else out.paint(f"unhealthy: {datastore.get('error', '')}", "red")
     )
     jobs = report.get("jobs") or {}
     return card(
         out,
         f"MemCastle {report['version']} "
-        + (out.paint("running", "32") if _healthy(report) else out.paint("degraded", "33")),
+        + (out.paint("running", "green") if _healthy(report) else out.paint("degraded", "yellow")),
         [
             ("pid", report["pid"]),
             ("uptime", f"{report['uptime_secs']}s"),

@@ -12,8 +12,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.base import MemCastleCommand
-from palace.management.reference import GLOBAL_FLAGS, PROG, tree
+from memcastle_project.cli import GLOBAL_FLAG_NAMES, PROG, MemCastleCommand, tree
 
 SHELLS = ("bash", "zsh", "fish")
 GLOBAL_CHOICES = {"--mode": "full read_only disabled"}
@@ -22,7 +21,7 @@ GLOBAL_CHOICES = {"--mode": "full read_only disabled"}
 def vocabulary() -> tuple[dict[str, str], dict[str, str]]:
     """(words after each path, choices of each option)."""
     nodes = tree()
-    words = {"": " ".join([*(node.name for node in nodes), *GLOBAL_FLAGS])}
+    words = {"": " ".join([*(node.name for node in nodes), *GLOBAL_FLAG_NAMES])}
     choices = dict(GLOBAL_CHOICES)
     for node in (each for command in nodes for each in command.walk()):
         following = [child.path[-1] for child in node.children]
@@ -31,7 +30,7 @@ def vocabulary() -> tuple[dict[str, str], dict[str, str]]:
             if argument.names and argument.choices:
                 for name in argument.names:
                     choices[name] = " ".join(argument.choices)
-        words[node.name] = " ".join([*following, *GLOBAL_FLAGS])
+        words[node.name] = " ".join([*following, *GLOBAL_FLAG_NAMES])
     return words, choices
 
 

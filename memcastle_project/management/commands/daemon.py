@@ -11,7 +11,7 @@ from django.core.management.base import CommandParser
 
 from kernel.config import Config
 from kernel.errors import MemCastleError
-from palace.management.client import DaemonCommand, process_alive, read_registry
+from memcastle_project.cli import DaemonCommand, process_alive, read_registry
 
 START_TIMEOUT_SECS = 60.0
 STOP_TIMEOUT_SECS = 60.0

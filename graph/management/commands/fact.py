@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from palace.management.client import DaemonCommand
-from palace.management.commands.entity import relationships
+from graph.management.commands.entity import relationships
+from memcastle_project.cli import DaemonCommand
 
 
 class Command(DaemonCommand):
