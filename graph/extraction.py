@@ -2,14 +2,14 @@
 
 A run first settles the drawers that stopped being current since they were read: the open facts
 read from a superseded or retired drawer are closed at the instant it stopped being current
-(`GraphService.close_facts_of`). It then selects the drawers to read: current, with a mining
+(`ExtractionRecords.close_facts_of`). It then selects the drawers to read: current, with a mining
 origin (`source.origin`) or `source.kind = "note"`, without a `drawer_extraction` marker,
 optionally of one wing, oldest `created_at` first (checkpoint, diary and manual drawers are never
 read). They are given to the provider in batches of its `batch_size`; a batch is one unit of
 work (pause and cancel land between batches). Each answer is normalised into the closed
-vocabulary (`providers.normalise`) and recorded with `GraphService.record_extraction`, which
+vocabulary (`providers.normalise`) and recorded with `ExtractionRecords.record_extraction`, which
 writes the marker last; a drawer that replaced one read before then has its facts linked
-`supersedes` the predecessor's (`GraphService.link_successor_facts`). The markers are the
+`supersedes` the predecessor's (`ExtractionRecords.link_successor_facts`). The markers are the
 cursor: a resumed or later run selects only the drawers still unread, so a crash replays at most
 one drawer's writes (their ids are derived from the drawer and the fact), and a provider that
 fails (`memcastle::extract::failed`) leaves the drawers it did not reach to the next run.
@@ -48,7 +48,7 @@ from palace.repository import CURRENT
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:
-    from graph.services import GraphService
+    from graph.extraction_records import ExtractionRecords
     from jobs.run import JobRun
     from jobs.services import JobService
     from kernel.events import EventBus
@@ -73,7 +73,7 @@ class ExtractServices(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def graph(self) -> GraphService: ...
+    def extraction_records(self) -> ExtractionRecords: ...
     @property
     def palace(self) -> PalaceService: ...
     @property
@@ -263,7 +263,7 @@ class Extraction:
         if provider is None:
             raise ExtractNotConfigured("no extraction provider is configured")
         self.provider = provider
-        self.graph = services.graph
+        self.records = services.extraction_records
         self.repository = ExtractionRepository(services.store)
         self.palace = services.palace
         self.state: dict[str, Any] = {
@@ -325,7 +325,7 @@ class Extraction:
         open_ = self.repository.with_open_facts([row["id"] for row in closed])
         for row in closed:
             if row["id"] in open_:
-                self.graph.close_facts_of(row["id"], row["valid_to"])
+                self.records.close_facts_of(row["id"], row["valid_to"])
                 self.state["closed"] += 1
 
     def _read(self, batch: list[str]) -> int:
@@ -346,7 +346,7 @@ class Extraction:
             )
             record = {key: value for key, value in drawer.items() if key != "content"}
             predecessor = self._read_predecessor(drawer)
-            written_entities, written_relations = self.graph.record_extraction(
+            written_entities, written_relations = self.records.record_extraction(
                 record,
                 entities,
                 relations,
@@ -359,7 +359,7 @@ class Extraction:
             self.state["entities"] += written_entities
             self.state["relations"] += written_relations
             if predecessor is not None:
-                self.graph.link_successor_facts(predecessor, drawer["id"])
+                self.records.link_successor_facts(predecessor, drawer["id"])
         return len(ordered)
 
     def _link_successors(self, drawer_ids: list[str]) -> None:
@@ -368,7 +368,7 @@ class Extraction:
         for drawer_id, drawer in self.repository.drawers(drawer_ids).items():
             predecessor = self._read_predecessor(drawer)
             if predecessor is not None:
-                self.graph.link_successor_facts(predecessor, drawer_id)
+                self.records.link_successor_facts(predecessor, drawer_id)
 
     def _read_predecessor(self, drawer: Mapping[str, Any]) -> str | None:
         """The nearest drawer that `drawer` replaced and that was read, following the drawers'

@@ -148,7 +148,7 @@ def _confidence(raw: object) -> float | None:
 def normalise(
     answer: object, *, min_confidence: float, max_entities: int, max_relations: int
 ) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """`(entities, relations)` of one answer, ready for `GraphService.record_extraction`.
+    """`(entities, relations)` of one answer, ready for `ExtractionRecords.record_extraction`.
 
     Entities: a name (whitespace collapsed) and a kind of the vocabulary (unknown: `other`);
     one per name, the first spelling and kind given, compared without case; the first

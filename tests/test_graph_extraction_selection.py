@@ -1,6 +1,6 @@
 """The extract job's selection and sweeps against a real in-memory store (graph.md section 3).
 
-The graph it writes through is a recording stand-in for `GraphService` (the real one is tested
+The graph it writes through is a recording stand-in for `ExtractionRecords` (the real one is tested
 end to end in `test_graph_extraction.py`): which drawers are read, in which order, in which
 batches, with which validity; which drawers have their facts closed and at which instant; which
 predecessor a replacement's facts are linked to; what a failing provider leaves for the next run;
@@ -34,7 +34,7 @@ HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
 
 
 class RecordingGraph:
-    """Writes the marker (and one open fact per relation) as `GraphService` would, and records
+    """Writes the marker (and one open fact per relation) as `ExtractionRecords` would, and records
     every call."""
 
     def __init__(self, store: Store) -> None:
@@ -139,9 +139,12 @@ def services(store: Store, palace: PalaceService, graph: RecordingGraph) -> Simp
 def install(
     store: Store, palace: PalaceService, graph: Any, config: ExtractionConfig
 ) -> SimpleNamespace:
-    """What the extract job calls, with `graph` in the place of `GraphService`."""
+    """What the extract job calls, with `graph` in the place of `ExtractionRecords`."""
     return SimpleNamespace(
-        config=SimpleNamespace(extraction=config), store=store, palace=palace, graph=graph
+        config=SimpleNamespace(extraction=config),
+        store=store,
+        palace=palace,
+        extraction_records=graph,
     )
 
 
