@@ -239,7 +239,6 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
         records.record_extraction = timed  # type: ignore[method-assign]
         services = SimpleNamespace(
             config=SimpleNamespace(extraction=ExtractionConfig(provider="heuristic")),
-            store=store,
             palace=PalaceService(PalaceRepository(store)),
             extraction_records=records,
         )

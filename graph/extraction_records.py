@@ -1,18 +1,20 @@
-"""What the extract job records (graph.md section 3): the extraction records.
+"""What the extract job reads and records (graph.md section 3): the extraction records.
 
-For each drawer it reads: the entities its names resolve to (`mentions`, with the observation
-and the provenance), its relations (`relates_to`, under ids derived from the drawer and the
-fact), the lifecycle links inferred against other drawers' assertions, and last the drawer's
-`drawer_extraction` marker, in one transaction. A drawer that stopped being current has its open
-facts closed at the instant it did, and the facts of a drawer that replaced one read before are
-linked `supersedes` the predecessor's. A replay writes nothing twice.
+The job selects its drawers here: the current mined drawers and notes, those already read (a
+`drawer_extraction` marker each), those that stopped being current. For each drawer it reads it
+records the entities its names resolve to (`mentions`, with the observation and the
+provenance), its relations (`relates_to`, under ids derived from the drawer and the fact), the
+lifecycle links inferred against other drawers' assertions, and last the drawer's marker, in one
+transaction. A drawer that stopped being current has its open facts closed at the instant it
+did, and the facts of a drawer that replaced one read before are linked `supersedes` the
+predecessor's. A replay writes nothing twice.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from graph import resolution
@@ -56,6 +58,49 @@ class ExtractionRecords:
         self._entities = entities
         self.events = events or EventBus()
         self.clock = clock
+
+    # What the job selects
+
+    def read_drawers(self) -> set[str]:
+        """The drawers read already (they have a `drawer_extraction` marker)."""
+        return self._repository.read_drawers()
+
+    def readable(self, wing_id: str | None) -> list[tuple[Any, str]]:
+        """`(created_at, id)` of every current mined drawer and note, of one wing or all."""
+        return self._repository.readable(wing_id)
+
+    def closed_drawers(self, wing_id: str | None) -> list[dict[str, Any]]:
+        """`{id, valid_to}` of every drawer that stopped being current (not in the future), of
+        one wing or all."""
+        return self._repository.closed_drawers(wing_id)
+
+    def with_open_facts(self, drawer_ids: list[str]) -> set[str]:
+        """Those of `drawer_ids` that some open extracted fact was read from."""
+        return self._repository.with_open_facts(drawer_ids)
+
+    def drawers(self, drawer_ids: Iterable[str], *, content: bool = False) -> dict[str, dict]:
+        """The drawers as the job reads them (id, place, name, source, validity, lineage,
+        creation; with `content`, their text too), by id."""
+        return self._repository.drawers(drawer_ids, content=content)
+
+    def documents(self, keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """`{id, revision, occurred_at}` of the mined documents of these `(source_id, document)`
+        keys (an `id` is its key as a list)."""
+        return self._repository.documents(keys)
+
+    def is_read(self, drawer_id: str) -> bool:
+        """Whether the drawer was read already."""
+        return self._repository.is_read(drawer_id)
+
+    def any_note(self, drawer_ids: list[str]) -> bool:
+        """Whether one of the drawers is a note."""
+        return self._repository.any_note(drawer_ids)
+
+    def marked_by(self, job_id: str) -> list[str]:
+        """The drawers that job read."""
+        return self._repository.marked_by(job_id)
+
+    # What the job records
 
     def record_extraction(
         self,

@@ -1,19 +1,107 @@
-"""SurrealQL of what the extract job records: a drawer's mentions, assertions and inferred
-links with its `drawer_extraction` marker, the peers a new assertion is compared with, and the
-facts of a drawer that stopped being current."""
+"""SurrealQL of the extract job: what it selects (the current mined drawers and notes, the
+`drawer_extraction` markers of those read, the drawers that stopped being current, the mined
+documents' times) and what it records (a drawer's mentions, assertions and inferred links with
+its marker, the peers a new assertion is compared with, and the facts of a drawer that stopped
+being current)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any
+
+from surrealdb import RecordID
 
 from graph.repositories.records import edge_rows, entity_record
 from kernel.store import Store
+from palace.repository import CURRENT
+
+DRAWER_FIELDS = (
+    "record::id(id) AS id, wing, room, name, source, valid_from, valid_to, supersedes, "
+    "superseded_by, created_at"
+)
 
 
 class ExtractionRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
+
+    # What the job selects
+
+    def read_drawers(self) -> set[str]:
+        """The drawers with a `drawer_extraction` marker."""
+        return set(self.store.one("SELECT VALUE record::id(id) FROM drawer_extraction"))
+
+    def readable(self, wing_id: str | None) -> list[tuple[Any, str]]:
+        """`(created_at, id)` of every current mined drawer and note, of one wing or all."""
+        where = f"{CURRENT} AND (source.origin != NONE OR source.kind = 'note')"
+        if wing_id is not None:
+            where += " AND wing = $wing"
+        rows = self.store.one(
+            f"SELECT record::id(id) AS id, created_at FROM drawer WHERE {where}", {"wing": wing_id}
+        )
+        return [(row["created_at"], row["id"]) for row in rows]
+
+    def closed_drawers(self, wing_id: str | None) -> list[dict[str, Any]]:
+        """`{id, valid_to}` of every drawer that stopped being current (not in the future)."""
+        where = "valid_to != NONE AND valid_to <= time::now()"
+        if wing_id is not None:
+            where += " AND wing = $wing"
+        return self.store.one(
+            f"SELECT record::id(id) AS id, valid_to FROM drawer WHERE {where}", {"wing": wing_id}
+        )
+
+    def with_open_facts(self, drawer_ids: list[str]) -> set[str]:
+        """Those of `drawer_ids` that some open extracted fact was read from."""
+        if not drawer_ids:
+            return set()
+        rows = self.store.one(
+            "SELECT provenance.drawer AS drawer FROM relates_to WHERE provenance.drawer IN $ids "
+            "AND valid_to = NONE GROUP BY drawer",
+            {"ids": drawer_ids},
+        )
+        return {row["drawer"] for row in rows}
+
+    def drawers(self, drawer_ids: Iterable[str], *, content: bool = False) -> dict[str, dict]:
+        ids = [RecordID("drawer", drawer_id) for drawer_id in drawer_ids]
+        if not ids:
+            return {}
+        extra = ", content" if content else ""
+        rows = self.store.one(f"SELECT {DRAWER_FIELDS}{extra} FROM $ids", {"ids": ids})
+        return {row["id"]: row for row in rows}
+
+    def documents(self, keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+        """`{id, revision, occurred_at}` of the mined documents of these `(source_id, document)`
+        keys (an `id` is its key as a list)."""
+        return self.store.one(
+            "SELECT id, revision, occurred_at FROM $ids",
+            {"ids": [RecordID("source_document", list(key)) for key in keys]},
+        )
+
+    def is_read(self, drawer_id: str) -> bool:
+        """Whether the drawer has a `drawer_extraction` marker."""
+        return (
+            self.store.one(
+                "SELECT VALUE id FROM ONLY type::record('drawer_extraction', $d)", {"d": drawer_id}
+            )
+            is not None
+        )
+
+    def any_note(self, drawer_ids: list[str]) -> bool:
+        """Whether one of the drawers is a note."""
+        return bool(
+            self.store.one(
+                "SELECT VALUE record::id(id) FROM $ids WHERE source.kind = 'note' LIMIT 1",
+                {"ids": [RecordID("drawer", drawer) for drawer in drawer_ids]},
+            )
+        )
+
+    def marked_by(self, job_id: str) -> list[str]:
+        return self.store.one(
+            "SELECT VALUE record::id(id) FROM drawer_extraction WHERE job = $job", {"job": job_id}
+        )
+
+    # What the job records
 
     def record_extraction(
         self,
