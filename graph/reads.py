@@ -4,17 +4,22 @@ Entities (listed, shown with their counts), the drawers that mention one, the en
 be it under another spelling, its relationships, a fact's history, and the graph at a glance or
 around an entity. Each checks the memory mode first; the lifecycle of every assertion is
 computed on read (`graph.lifecycle`), at the instant asked about.
+
+A search's expansion (`palace.search.expansion`) reads the graph around its direct hits here
+too: the neighbourhood, the drawers around the entities it reaches, and their names. The search
+checked the memory mode already.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from graph import lifecycle
 from graph.entities import EntityNotFound, entity_ref, entity_view
 from graph.facts import RelationshipNotFound, relationship_view
+from graph.neighbourhood import Neighbourhood
 from graph.repositories.reads import GraphReadRepository
 from kernel.clock import utc_now
 from kernel.context import RequestContext
@@ -297,6 +302,25 @@ class GraphReads:
             ),
             "truncated": truncated,
         }
+
+    # Around a search's hits (search.md section 4)
+
+    def neighbourhood(self, seeds: Sequence[str], window: tuple[int, int] | None) -> Neighbourhood:
+        """The entities the seeds (drawer ids) mention, the relationships of those entities held
+        in `window` (`[start, end)` in nanoseconds; None: ever), and the drawers that mention
+        each of the seeds' entities: one round trip."""
+        return self._repository.neighbourhood(seeds, window)
+
+    def mentions_around(
+        self, entities: Iterable[str], drawers: Iterable[str]
+    ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """The drawers that mention each of `entities`, and the entities each of `drawers`
+        mentions: one round trip."""
+        return self._repository.mentions_around(entities, drawers)
+
+    def entity_names(self, entities: Iterable[str]) -> dict[str, str]:
+        """Each entity's name: one round trip."""
+        return self._repository.entity_names(entities)
 
 
 def _flag(raw: object, field: str) -> bool:

@@ -74,6 +74,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     # One entity service resolves every name, so the names the extract job remembers are one set.
     entities = EntityService(EntityRepository(store), events, fuzzy=config.dedup.entity_fuzzy)
     embeddings = EmbeddingService(store, config.embeddings)
+    graph_reads = GraphReads(GraphReadRepository(store))
     indexes = SearchIndexes(
         store,
         config.palace_path / "search",
@@ -90,11 +91,11 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         journal=JournalService(palace),
         embeddings=embeddings,
         indexes=indexes,
-        search=SearchService(palace, indexes, embeddings),
+        search=SearchService(palace, indexes, embeddings, graph_reads),
         entities=entities,
         facts=FactService(FactRepository(store), entities, events),
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
-        graph_reads=GraphReads(GraphReadRepository(store)),
+        graph_reads=graph_reads,
         sources=SourceService(store, config.mining),
         maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.

@@ -596,6 +596,18 @@ def test_entities_can_be_named_by_id_or_by_name_and_kind(
     assert graph.reads.show_entity(ctx, row["to"])["kind"] == "concept"
 
 
+def test_an_entity_by_id(graph: Graph) -> None:
+    alice = graph.entities.resolve("Alice", "person").entity
+    assert graph.entities.entity(alice["id"])["name"] == "Alice"
+    assert graph.entities.find(alice["id"].upper()) == graph.entities.entity(alice["id"])
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert graph.entities.find(missing) is None
+    with pytest.raises(EntityNotFound):
+        graph.entities.entity(missing)
+    with pytest.raises(InputInvalid):
+        graph.entities.entity("not-an-id")
+
+
 def test_reads_refuse_disabled_and_writes_refuse_read_only(
     graph: Graph, palace: PalaceService, ctx: RequestContext
 ) -> None:

@@ -1,15 +1,53 @@
 """SurrealQL of the graph's reads (graph.md section 7): entities, their counts, mentions and
 candidates, an entity's assertions with the links around them, a fact's links, a neighbourhood
-and the overview."""
+and the overview; and what a search's expansion reads around its hits (search.md section 4)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from surrealdb import RecordID
+
+from graph.neighbourhood import DEFAULT_CONFIDENCE, Neighbourhood, Relationship
 from graph.repositories.records import count, entity_record, rows_by_id
 from kernel.store import Store
 from palace.repository import DRAWER_LISTING_FIELDS
+
+# A relationship held at some instant of [$start, $end) (nanoseconds), the drawers' rule.
+_HELD = (
+    "time::nano(valid_from) < $end "
+    "AND (valid_to = NONE OR valid_to = NULL OR time::nano(valid_to) > $start)"
+)
+# The seeds' entities, the relationships of those held in the period (either direction), and
+# the drawers mentioning the seeds' entities. Only keys and numbers come back: decoding record
+# ids and datetimes costs more than the engine's work here.
+_NEIGHBOURHOOD = """
+LET $rows = SELECT id, ->mentions->entity AS entities FROM $seeds;
+LET $shared = array::distinct(array::flatten($rows.entities));
+LET $held = SELECT in, out, confidence, time::nano(valid_from) AS since,
+        (IF valid_to THEN time::nano(valid_to) ELSE NONE END) AS until
+    FROM array::distinct(array::flatten(
+        (SELECT VALUE array::concat(->relates_to, <-relates_to) FROM $shared)))
+    WHERE {held};
+RETURN {{
+    seeds: $rows.map(|$r| [record::id($r.id), $r.entities.map(|$e| record::id($e))]),
+    relationships: $held.map(
+        |$r| [record::id($r.in), record::id($r.out), $r.confidence, $r.since, $r.until]),
+    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
+        FROM $shared)
+}};
+"""
+# The drawers mentioning the hops read, and the entities of the drawers that share an entity
+# with a seed (to credit them with the hops left unread).
+_AROUND = """
+RETURN {
+    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
+        FROM $entities),
+    entities: (SELECT VALUE [record::id(id), (->mentions->entity).map(|$e| record::id($e))]
+        FROM $drawers)
+};
+"""
 
 
 class GraphReadRepository:
@@ -135,3 +173,59 @@ class GraphReadRepository:
             "fact_links": count(links),
             "degree": degree,
         }
+
+    # Around a search's hits
+
+    def neighbourhood(self, seeds: Sequence[str], window: tuple[int, int] | None) -> Neighbourhood:
+        """The entities the seeds (drawer ids) mention, the relationships of those entities held
+        in `window` (`[start, end)` in nanoseconds; None: ever), either direction, and the
+        drawers that mention each of the seeds' entities: one round trip."""
+        sql = _NEIGHBOURHOOD.format(held="true" if window is None else _HELD)
+        variables: dict[str, Any] = {"seeds": [RecordID("drawer", seed) for seed in seeds]}
+        if window is not None:
+            variables["start"], variables["end"] = window
+        answer = self.store.one(sql, variables)
+        relationships = [
+            Relationship(
+                subject=str(subject),
+                object=str(obj),
+                valid_from=int(since),
+                valid_to=None if until is None else int(until),
+                confidence=DEFAULT_CONFIDENCE if confidence is None else float(confidence),
+            )
+            for subject, obj, confidence, since, until in answer["relationships"]
+        ]
+        return Neighbourhood(
+            seed_entities={str(seed): _keys(entities) for seed, entities in answer["seeds"]},
+            relationships=relationships,
+            mentioned_by={str(entity): _keys(drawers) for entity, drawers in answer["drawers"]},
+        )
+
+    def mentions_around(
+        self, entities: Iterable[str], drawers: Iterable[str]
+    ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """The drawers that mention each of `entities`, and the entities each of `drawers`
+        mentions: one round trip."""
+        answer = self.store.one(
+            _AROUND,
+            {
+                "entities": [entity_record(entity) for entity in entities],
+                "drawers": [RecordID("drawer", drawer) for drawer in drawers],
+            },
+        )
+        return (
+            {str(entity): _keys(found) for entity, found in answer["drawers"]},
+            {str(drawer): _keys(found) for drawer, found in answer["entities"]},
+        )
+
+    def entity_names(self, entities: Iterable[str]) -> dict[str, str]:
+        """Each entity's name: one round trip, none for no entity."""
+        ids = [entity_record(entity) for entity in sorted(set(entities))]
+        if not ids:
+            return {}
+        rows = self.store.one("SELECT VALUE [record::id(id), name] FROM $ids", {"ids": ids})
+        return {str(key): str(name) for key, name in rows if name is not None}
+
+
+def _keys(values: Any) -> list[str]:
+    return [str(value) for value in values or () if value is not None]
