@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from graph import resolution
@@ -43,6 +44,82 @@ def _evidence(row: Mapping[str, Any]) -> str | None:
     if row.get("assertion") is not None:
         return row["assertion"]
     return (row.get("provenance") or {}).get("drawer")
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The names of one answer, each with what it resolved to (`resolved`), and the first name
+    of each key (`by_key`), so a relation that spells a name another way finds its entity."""
+
+    resolved: dict[str, Resolution]
+    by_key: dict[str, str]
+
+    def entity_of(self, name: object) -> str | None:
+        text = str(name or "").strip()
+        found = self.resolved.get(text) or self.resolved.get(
+            self.by_key.get(resolution.key(text), "")
+        )
+        return found.entity["id"] if found else None
+
+
+def _mention_rows(
+    drawer_id: str, names: _Names, provenance: dict[str, Any], at: dt.datetime
+) -> list[dict[str, Any]]:
+    """One `mentions` edge per entity the drawer's names resolved to, observing the first name
+    that resolved to it."""
+    rows: dict[str, dict[str, Any]] = {}
+    for name, found in names.resolved.items():
+        entity_id = found.entity["id"]
+        if entity_id in rows:
+            continue
+        rows[entity_id] = {
+            "id": derived_id("mentions", drawer_id, entity_id),
+            "in": drawer_id,
+            "out": entity_id,
+            "observation": {"name": name, "rule": found.rule, "confidence": found.confidence},
+            "provenance": provenance,
+            "created_at": at,
+        }
+    return list(rows.values())
+
+
+def _relationship_rows(
+    drawer_id: str,
+    relations: list[dict],
+    names: _Names,
+    valid_from: dt.datetime,
+    provenance: dict[str, Any],
+    at: dt.datetime,
+) -> list[dict[str, Any]]:
+    """One `relates_to` edge per distinct relation between two of the drawer's entities, under
+    an id derived from the drawer and the fact. A relation naming no entity of the answer at an
+    end, the same entity at both, no predicate, or a confidence that is not a finite number is
+    left out."""
+    rows: dict[str, dict[str, Any]] = {}
+    for relation in relations:
+        subject = names.entity_of(relation.get("subject"))
+        obj = names.entity_of(relation.get("object"))
+        predicate = str(relation.get("predicate") or "").strip().lower()
+        if subject is None or obj is None or subject == obj or not predicate:
+            continue
+        confidence = relation.get("confidence")
+        if not isinstance(confidence, (int, float)) or not math.isfinite(confidence):
+            continue
+        row_id = derived_id("extracted", drawer_id, subject, predicate, obj)
+        rows.setdefault(
+            row_id,
+            {
+                "id": row_id,
+                "in": subject,
+                "out": obj,
+                "predicate": predicate,
+                "confidence": float(confidence),
+                "valid_from": valid_from,
+                "provenance": provenance,
+                "created_at": at,
+            },
+        )
+    return list(rows.values())
 
 
 class ExtractionRecords:
@@ -122,66 +199,14 @@ class ExtractionRecords:
         replaced, whose facts it supersedes (`link_successor_facts`) rather than contradicts.
         A replay writes nothing twice. Returns the entities and relations recorded."""
         now = self.clock()
-        valid_from = min(valid_from, now)
         drawer_id = drawer["id"]
-        resolved: dict[str, tuple[Resolution, str]] = {}
-        by_key: dict[str, str] = {}
-        observations: dict[str, str] = {}
-        for item in entities:
-            name = str(item.get("name") or "").strip()
-            kind = str(item.get("kind") or "").strip() or resolution.OTHER
-            if name and len(name) <= MAX_NAME_CHARS and name not in observations:
-                observations[name] = kind
-        found = self._entities.resolve_many(list(observations.items()), remembered=True)
-        for (name, _), res in zip(observations.items(), found, strict=True):
-            resolved[name] = (res, name)
-            by_key.setdefault(resolution.key(name), name)
-        mentions: dict[str, dict[str, Any]] = {}
-        for res, name in resolved.values():
-            entity_id = res.entity["id"]
-            if entity_id in mentions:
-                continue
-            mentions[entity_id] = {
-                "id": derived_id("mentions", drawer_id, entity_id),
-                "in": drawer_id,
-                "out": entity_id,
-                "observation": {"name": name, "rule": res.rule, "confidence": res.confidence},
-                "provenance": None,
-                "created_at": now,
-            }
+        names = self._resolve_names(entities)
         provenance = self._provenance(drawer, extractor, job_id, now)
-        for row in mentions.values():
-            row["provenance"] = provenance
-
-        def entity_of(name: object) -> str | None:
-            text = str(name or "").strip()
-            found = resolved.get(text) or resolved.get(by_key.get(resolution.key(text), ""))
-            return found[0].entity["id"] if found else None
-
-        relationships: dict[str, dict[str, Any]] = {}
-        for relation in relations:
-            subject, obj = entity_of(relation.get("subject")), entity_of(relation.get("object"))
-            predicate = str(relation.get("predicate") or "").strip().lower()
-            if subject is None or obj is None or subject == obj or not predicate:
-                continue
-            confidence = relation.get("confidence")
-            if not isinstance(confidence, (int, float)) or not math.isfinite(confidence):
-                continue
-            rel_id = derived_id("extracted", drawer_id, subject, predicate, obj)
-            relationships.setdefault(
-                rel_id,
-                {
-                    "id": rel_id,
-                    "in": subject,
-                    "out": obj,
-                    "predicate": predicate,
-                    "confidence": float(confidence),
-                    "valid_from": valid_from,
-                    "provenance": provenance,
-                    "created_at": now,
-                },
-            )
-        links = self._inferred_links(drawer_id, list(relationships.values()), now, predecessor)
+        mentions = _mention_rows(drawer_id, names, provenance, now)
+        relationships = _relationship_rows(
+            drawer_id, relations, names, min(valid_from, now), provenance, now
+        )
+        links = self._inferred_links(drawer_id, relationships, now, predecessor)
         marker = {
             "drawer": drawer_id,
             "extractor": extractor,
@@ -191,16 +216,25 @@ class ExtractionRecords:
         }
         if job_id is not None:
             marker["job"] = job_id
-        for row in mentions.values():
-            if row["provenance"] is None:
-                del row["provenance"]
-        self._repository.record_extraction(
-            list(mentions.values()), list(relationships.values()), links, marker
-        )
-        touched = set(mentions) | {r["in"] for r in relationships.values()}
-        touched |= {r["out"] for r in relationships.values()}
+        self._repository.record_extraction(mentions, relationships, links, marker)
+        touched = {row["out"] for row in mentions}
+        touched |= {end for row in relationships for end in (row["in"], row["out"])}
         announce_updated(self.events, touched)
         return len(mentions), len(relationships)
+
+    def _resolve_names(self, entities: list[dict]) -> _Names:
+        """Resolve the names of one answer, each once, with the first kind given for it."""
+        observations: dict[str, str] = {}
+        for item in entities:
+            name = str(item.get("name") or "").strip()
+            kind = str(item.get("kind") or "").strip() or resolution.OTHER
+            if name and len(name) <= MAX_NAME_CHARS and name not in observations:
+                observations[name] = kind
+        found = self._entities.resolve_many(list(observations.items()), remembered=True)
+        by_key: dict[str, str] = {}
+        for name in observations:
+            by_key.setdefault(resolution.key(name), name)
+        return _Names(dict(zip(observations, found, strict=True)), by_key)
 
     @staticmethod
     def _provenance(
