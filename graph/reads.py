@@ -238,48 +238,35 @@ class GraphReads:
         if entity is None or entity == "":
             if depth not in (None, ""):
                 raise InputInvalid("depth", "needs `entity`")
-            size = parse_limit(limit, default=OVERVIEW_TOP)
-            counts = self._repository.overview()
-            degree = counts.pop("degree")
-            top = sorted(degree.items(), key=lambda item: (-item[1], item[0]))[:size]
-            rows = self._repository.entities_by_ids(entity_id for entity_id, _ in top)
-            return {
-                "counts": counts,
-                "top": [
-                    {**entity_view(rows[entity_id]), "relationships": n}
-                    for entity_id, n in top
-                    if entity_id in rows
-                ],
-            }
+            return self._at_a_glance(parse_limit(limit, default=OVERVIEW_TOP))
         if not isinstance(entity, str):
             raise InputInvalid("entity", "must be an entity id")
         hops = _depth(depth)
-        size = parse_limit(limit, default=NEIGHBOURHOOD_LIMIT)
-        center = self._entity(entity)
+        return self._around(entity, hops, parse_limit(limit, default=NEIGHBOURHOOD_LIMIT), instant)
+
+    def _at_a_glance(self, size: int) -> dict[str, Any]:
+        """The counts, and the `size` entities with the most relationships valid now."""
+        counts = self._repository.overview()
+        degree = counts.pop("degree")
+        top = sorted(degree.items(), key=lambda item: (-item[1], item[0]))[:size]
+        rows = self._repository.entities_by_ids(entity_id for entity_id, _ in top)
+        return {
+            "counts": counts,
+            "top": [
+                {**entity_view(rows[entity_id]), "relationships": n}
+                for entity_id, n in top
+                if entity_id in rows
+            ],
+        }
+
+    def _around(
+        self, entity_id: str, hops: int, size: int, instant: dt.datetime | None
+    ) -> dict[str, Any]:
+        """The entities up to `hops` away from an entity (at most `size` of them) over the
+        relationships valid at `instant` (None: now), each relationship with its lifecycle."""
+        center = self._entity(entity_id)
         at = instant or self.clock()
-        reached = {center["id"]: 0}
-        frontier = {center["id"]}
-        relationships: dict[str, dict[str, Any]] = {}
-        truncated = False
-        for hop in range(1, hops + 1):
-            found = [
-                row
-                for row in self._repository.relationships_around(frontier)
-                if lifecycle.is_open(row, at)
-            ]
-            following: set[str] = set()
-            for row in sorted(found, key=lambda row: (row["valid_from"], row["id"])):
-                ends = [end for end in (row["in"], row["out"]) if end not in reached]
-                if len(reached) + len(set(ends)) > size:
-                    truncated = True
-                    continue
-                for end in ends:
-                    reached[end] = hop
-                    following.add(end)
-                relationships[row["id"]] = row
-            frontier = following
-            if not frontier:
-                break
+        reached, relationships, truncated = self._walk(center["id"], hops, size, at)
         links = self._repository.links_touching(relationships)
         peer_ids = {e for link in links for e in (link["from_id"], link["to_id"])} - set(
             relationships
@@ -302,6 +289,37 @@ class GraphReads:
             ),
             "truncated": truncated,
         }
+
+    def _walk(
+        self, start: str, hops: int, size: int, at: dt.datetime
+    ) -> tuple[dict[str, int], dict[str, dict[str, Any]], bool]:
+        """Breadth first from `start` over the relationships open at `at`, oldest first: the
+        entities reached with their distance, the relationships followed, and whether a
+        relationship was left out because its ends would pass `size` entities."""
+        reached = {start: 0}
+        frontier = {start}
+        relationships: dict[str, dict[str, Any]] = {}
+        truncated = False
+        for hop in range(1, hops + 1):
+            found = [
+                row
+                for row in self._repository.relationships_around(frontier)
+                if lifecycle.is_open(row, at)
+            ]
+            following: set[str] = set()
+            for row in sorted(found, key=lambda row: (row["valid_from"], row["id"])):
+                ends = [end for end in (row["in"], row["out"]) if end not in reached]
+                if len(reached) + len(set(ends)) > size:
+                    truncated = True
+                    continue
+                for end in ends:
+                    reached[end] = hop
+                    following.add(end)
+                relationships[row["id"]] = row
+            frontier = following
+            if not frontier:
+                break
+        return reached, relationships, truncated
 
     # Around a search's hits (search.md section 4)
 
