@@ -13,9 +13,9 @@ It measures and reports; it is not a test, so it exits 0 whatever the figures ar
 2. **Provider alone.** `heuristic.extract` over every drawer's first 8,000 characters, in this
    process: drawers per second and the entities and relations found per drawer.
 3. **The extract job.** The job's handler (`graph.extraction.run`) on this thread, with the real
-   `GraphService` over the palace: drawers per second end to end (selection, reading, the
+   `ExtractionRecords` over the palace: drawers per second end to end (selection, reading, the
    provider, normalisation, entity resolution, the writes and markers), with the time spent in
-   `GraphService.record_extraction` apart; then a second run, which finds nothing left to read
+   `ExtractionRecords.record_extraction` apart; then a second run, which finds nothing left to read
    (the cost of the selection alone).
 
 `run(drawers, seed, root)` returns the figures as a dict, for `bench/graph.py`.
@@ -188,9 +188,11 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
     django.setup()
     from graph import extraction, heuristic
+    from graph.entities import EntityService
+    from graph.extraction_records import ExtractionRecords
     from graph.providers import INPUT_CHARS
-    from graph.repository import GraphRepository
-    from graph.services import GraphService
+    from graph.repositories.entities import EntityRepository
+    from graph.repositories.extraction import ExtractionRepository
     from kernel.config import ExtractionConfig, load_config
     from kernel.events import EventBus
     from kernel.store import Store
@@ -220,9 +222,12 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
         started = time.perf_counter()
         _file(store, texts)
         figures["filing_secs"] = time.perf_counter() - started
-        graph = GraphService(GraphRepository(store), EventBus())
+        events = EventBus()
+        records = ExtractionRecords(
+            ExtractionRepository(store), EntityService(EntityRepository(store), events), events
+        )
         recording: list[float] = []
-        record = graph.record_extraction
+        record = records.record_extraction
 
         def timed(*args: Any, **kwargs: Any) -> tuple[int, int]:
             begun = time.perf_counter()
@@ -231,12 +236,11 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
             finally:
                 recording.append(time.perf_counter() - begun)
 
-        graph.record_extraction = timed  # type: ignore[method-assign]
+        records.record_extraction = timed  # type: ignore[method-assign]
         services = SimpleNamespace(
             config=SimpleNamespace(extraction=ExtractionConfig(provider="heuristic")),
-            store=store,
             palace=PalaceService(PalaceRepository(store)),
-            graph=graph,
+            extraction_records=records,
         )
         started = time.perf_counter()
         result = extraction.run(_Job(services))  # type: ignore[arg-type]
@@ -277,7 +281,7 @@ def report(figures: dict[str, Any]) -> None:
         f"{job['relations']} relations recorded"
     )
     print(
-        f"  in GraphService.record_extraction: {figures['record_secs']:.2f} s "
+        f"  in ExtractionRecords.record_extraction: {figures['record_secs']:.2f} s "
         f"({100 * figures['record_secs'] / figures['job_secs']:.0f}%), per drawer median "
         f"{figures['record_ms_median']:.1f} ms, p95 {figures['record_ms_p95']:.1f} ms"
     )

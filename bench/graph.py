@@ -69,7 +69,7 @@ from bench.mine import cpu_probe, print_machine  # noqa: E402
 from bench.search import parallel, start_daemon, wait_job  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from graph import providers  # noqa: E402
-from graph.repository import derived_id  # noqa: E402
+from graph.repositories.records import derived_id  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
 

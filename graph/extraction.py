@@ -2,14 +2,14 @@
 
 A run first settles the drawers that stopped being current since they were read: the open facts
 read from a superseded or retired drawer are closed at the instant it stopped being current
-(`GraphService.close_facts_of`). It then selects the drawers to read: current, with a mining
+(`ExtractionRecords.close_facts_of`). It then selects the drawers to read: current, with a mining
 origin (`source.origin`) or `source.kind = "note"`, without a `drawer_extraction` marker,
 optionally of one wing, oldest `created_at` first (checkpoint, diary and manual drawers are never
 read). They are given to the provider in batches of its `batch_size`; a batch is one unit of
 work (pause and cancel land between batches). Each answer is normalised into the closed
-vocabulary (`providers.normalise`) and recorded with `GraphService.record_extraction`, which
+vocabulary (`providers.normalise`) and recorded with `ExtractionRecords.record_extraction`, which
 writes the marker last; a drawer that replaced one read before then has its facts linked
-`supersedes` the predecessor's (`GraphService.link_successor_facts`). The markers are the
+`supersedes` the predecessor's (`ExtractionRecords.link_successor_facts`). The markers are the
 cursor: a resumed or later run selects only the drawers still unread, so a crash replays at most
 one drawer's writes (their ids are derived from the drawer and the fact), and a provider that
 fails (`memcastle::extract::failed`) leaves the drawers it did not reach to the next run.
@@ -31,8 +31,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from surrealdb import RecordID
-
 from graph import providers
 from graph.providers import ExtractNotConfigured, Item
 from jobs.kinds import JobKind
@@ -43,12 +41,10 @@ from kernel.config import Config, ExtractionConfig
 from kernel.errors import InputInvalid, MemCastleError
 from kernel.events import Event
 from kernel.logs import fields
-from kernel.store import Store
-from palace.repository import CURRENT
 from palace.services import WingNotFound
 
 if TYPE_CHECKING:
-    from graph.services import GraphService
+    from graph.extraction_records import ExtractionRecords
     from jobs.run import JobRun
     from jobs.services import JobService
     from kernel.events import EventBus
@@ -61,10 +57,6 @@ PARAMETERS = ("wing",)
 LINEAGE_STEPS = 100
 # The preference level a provider is told (ADR-048): the default level of every source.
 DEFAULT_PREFERENCE = "normal"
-DRAWER_FIELDS = (
-    "record::id(id) AS id, wing, room, name, source, valid_from, valid_to, supersedes, "
-    "superseded_by, created_at"
-)
 
 
 class ExtractServices(Protocol):
@@ -73,112 +65,13 @@ class ExtractServices(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def graph(self) -> GraphService: ...
+    def extraction_records(self) -> ExtractionRecords: ...
     @property
     def palace(self) -> PalaceService: ...
-    @property
-    def store(self) -> Store: ...
     @property
     def jobs(self) -> JobService: ...
     @property
     def events(self) -> EventBus: ...
-
-
-class ExtractionRepository:
-    """The reads the job makes of drawers, mined documents and the graph's markers."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def read_drawers(self) -> set[str]:
-        """The drawers with a `drawer_extraction` marker."""
-        return set(self.store.one("SELECT VALUE record::id(id) FROM drawer_extraction"))
-
-    def readable(self, wing_id: str | None) -> list[tuple[Any, str]]:
-        """`(created_at, id)` of every current mined drawer and note, of one wing or all."""
-        where = f"{CURRENT} AND (source.origin != NONE OR source.kind = 'note')"
-        if wing_id is not None:
-            where += " AND wing = $wing"
-        rows = self.store.one(
-            f"SELECT record::id(id) AS id, created_at FROM drawer WHERE {where}", {"wing": wing_id}
-        )
-        return [(row["created_at"], row["id"]) for row in rows]
-
-    def closed(self, wing_id: str | None) -> list[dict[str, Any]]:
-        """`{id, valid_to}` of every drawer that stopped being current (not in the future)."""
-        where = "valid_to != NONE AND valid_to <= time::now()"
-        if wing_id is not None:
-            where += " AND wing = $wing"
-        return self.store.one(
-            f"SELECT record::id(id) AS id, valid_to FROM drawer WHERE {where}", {"wing": wing_id}
-        )
-
-    def with_open_facts(self, drawer_ids: list[str]) -> set[str]:
-        """Those of `drawer_ids` that some open extracted fact was read from."""
-        if not drawer_ids:
-            return set()
-        rows = self.store.one(
-            "SELECT provenance.drawer AS drawer FROM relates_to WHERE provenance.drawer IN $ids "
-            "AND valid_to = NONE GROUP BY drawer",
-            {"ids": drawer_ids},
-        )
-        return {row["drawer"] for row in rows}
-
-    def drawers(self, drawer_ids: Iterable[str], *, content: bool = False) -> dict[str, dict]:
-        ids = [RecordID("drawer", drawer_id) for drawer_id in drawer_ids]
-        if not ids:
-            return {}
-        extra = ", content" if content else ""
-        rows = self.store.one(f"SELECT {DRAWER_FIELDS}{extra} FROM $ids", {"ids": ids})
-        return {row["id"]: row for row in rows}
-
-    def document_times(self, drawers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """`occurred_at` of each mined drawer's document, by drawer id, when the document's
-        current revision is the drawer's."""
-        wanted: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
-        for drawer in drawers:
-            origin = _origin(drawer)
-            if origin.get("source_id") and origin.get("document") is not None:
-                key = (str(origin["source_id"]), str(origin["document"]))
-                wanted.setdefault(key, []).append(drawer)
-        if not wanted:
-            return {}
-        rows = self.store.one(
-            "SELECT id, revision, occurred_at FROM $ids",
-            {"ids": [RecordID("source_document", list(key)) for key in wanted]},
-        )
-        found: dict[str, Any] = {}
-        for row in rows:
-            key = tuple(row["id"]) if isinstance(row["id"], list) else None
-            if key is None or row.get("occurred_at") is None:
-                continue
-            for drawer in wanted.get(key, []):  # type: ignore[arg-type]
-                if _origin(drawer).get("revision") == row.get("revision"):
-                    found[drawer["id"]] = row["occurred_at"]
-        return found
-
-    def is_read(self, drawer_id: str) -> bool:
-        """Whether the drawer has a `drawer_extraction` marker."""
-        return (
-            self.store.one(
-                "SELECT VALUE id FROM ONLY type::record('drawer_extraction', $d)", {"d": drawer_id}
-            )
-            is not None
-        )
-
-    def any_note(self, drawer_ids: list[str]) -> bool:
-        """Whether one of the drawers is a note."""
-        return bool(
-            self.store.one(
-                "SELECT VALUE record::id(id) FROM $ids WHERE source.kind = 'note' LIMIT 1",
-                {"ids": [RecordID("drawer", drawer) for drawer in drawer_ids]},
-            )
-        )
-
-    def marked_by(self, job_id: str) -> list[str]:
-        return self.store.one(
-            "SELECT VALUE record::id(id) FROM drawer_extraction WHERE job = $job", {"job": job_id}
-        )
 
 
 def _origin(drawer: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -263,8 +156,7 @@ class Extraction:
         if provider is None:
             raise ExtractNotConfigured("no extraction provider is configured")
         self.provider = provider
-        self.graph = services.graph
-        self.repository = ExtractionRepository(services.store)
+        self.records = services.extraction_records
         self.palace = services.palace
         self.state: dict[str, Any] = {
             "drawers": 0,
@@ -290,11 +182,11 @@ class Extraction:
                 return self.result()
         if self.job.resumed:
             # A crash between recording a replacement and linking it to its predecessor.
-            self._link_successors(self.repository.marked_by(self.job.job_id))
-        read = self.repository.read_drawers()
+            self._link_successors(self.records.marked_by(self.job.job_id))
+        read = self.records.read_drawers()
         self._close_superseded(wing_id, read)
         unread = [
-            drawer for _, drawer in sorted(self.repository.readable(wing_id)) if drawer not in read
+            drawer for _, drawer in sorted(self.records.readable(wing_id)) if drawer not in read
         ]
         done = self.state["drawers"]
         total = done + len(unread)
@@ -321,20 +213,20 @@ class Extraction:
     def _close_superseded(self, wing_id: str | None, read: set[str]) -> None:
         """Close the open facts of every drawer read before that stopped being current, at the
         instant it did."""
-        closed = [row for row in self.repository.closed(wing_id) if row["id"] in read]
-        open_ = self.repository.with_open_facts([row["id"] for row in closed])
+        closed = [row for row in self.records.closed_drawers(wing_id) if row["id"] in read]
+        open_ = self.records.with_open_facts([row["id"] for row in closed])
         for row in closed:
             if row["id"] in open_:
-                self.graph.close_facts_of(row["id"], row["valid_to"])
+                self.records.close_facts_of(row["id"], row["valid_to"])
                 self.state["closed"] += 1
 
     def _read(self, batch: list[str]) -> int:
         """Read one batch; returns how many of its drawers were still there to read."""
-        drawers = self.repository.drawers(batch, content=True)
+        drawers = self.records.drawers(batch, content=True)
         # Oldest first, as selected; a drawer no longer current since is left alone.
         ordered = [drawers[drawer] for drawer in batch if drawer in drawers]
         ordered = [drawer for drawer in ordered if _is_current(drawer)]
-        times = self.repository.document_times(ordered)
+        times = self._document_times(ordered)
         items = [Item(drawer.get("content") or "", context_of(drawer)) for drawer in ordered]
         answers = self.provider.extract(items)
         for drawer, answer in zip(ordered, answers, strict=False):
@@ -346,7 +238,7 @@ class Extraction:
             )
             record = {key: value for key, value in drawer.items() if key != "content"}
             predecessor = self._read_predecessor(drawer)
-            written_entities, written_relations = self.graph.record_extraction(
+            written_entities, written_relations = self.records.record_extraction(
                 record,
                 entities,
                 relations,
@@ -359,16 +251,37 @@ class Extraction:
             self.state["entities"] += written_entities
             self.state["relations"] += written_relations
             if predecessor is not None:
-                self.graph.link_successor_facts(predecessor, drawer["id"])
+                self.records.link_successor_facts(predecessor, drawer["id"])
         return len(ordered)
+
+    def _document_times(self, drawers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """`occurred_at` of each mined drawer's document, by drawer id, when the document's
+        current revision is the drawer's."""
+        wanted: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for drawer in drawers:
+            origin = _origin(drawer)
+            if origin.get("source_id") and origin.get("document") is not None:
+                key = (str(origin["source_id"]), str(origin["document"]))
+                wanted.setdefault(key, []).append(drawer)
+        if not wanted:
+            return {}
+        found: dict[str, Any] = {}
+        for row in self.records.documents(wanted):
+            key = tuple(row["id"]) if isinstance(row["id"], list) else None
+            if key is None or row.get("occurred_at") is None:
+                continue
+            for drawer in wanted.get(key, []):  # type: ignore[arg-type]
+                if _origin(drawer).get("revision") == row.get("revision"):
+                    found[drawer["id"]] = row["occurred_at"]
+        return found
 
     def _link_successors(self, drawer_ids: list[str]) -> None:
         """Link the facts of each drawer that replaced another `supersedes` those of the nearest
         predecessor that was read."""
-        for drawer_id, drawer in self.repository.drawers(drawer_ids).items():
+        for drawer_id, drawer in self.records.drawers(drawer_ids).items():
             predecessor = self._read_predecessor(drawer)
             if predecessor is not None:
-                self.graph.link_successor_facts(predecessor, drawer_id)
+                self.records.link_successor_facts(predecessor, drawer_id)
 
     def _read_predecessor(self, drawer: Mapping[str, Any]) -> str | None:
         """The nearest drawer that `drawer` replaced and that was read, following the drawers'
@@ -377,9 +290,9 @@ class Extraction:
         for _ in range(LINEAGE_STEPS):
             if not predecessor:
                 return None
-            if self.repository.is_read(predecessor):
+            if self.records.is_read(predecessor):
                 return predecessor
-            row = self.repository.drawers([predecessor]).get(predecessor)
+            row = self.records.drawers([predecessor]).get(predecessor)
             predecessor = row.get("supersedes") if row is not None else None
         return None
 
@@ -414,7 +327,7 @@ class ExtractSweeper(Sweeper):
     def __init__(self, services: ExtractServices) -> None:
         super().__init__(services.jobs, services.events)
         self.config = services.config.extraction
-        self.repository = ExtractionRepository(services.store)
+        self.records = services.extraction_records
 
     @property
     def enabled(self) -> bool:
@@ -433,7 +346,7 @@ class ExtractSweeper(Sweeper):
 
     def _has_note(self, drawer_ids: list[str]) -> bool:
         try:
-            return self.repository.any_note(drawer_ids)
+            return self.records.any_note(drawer_ids)
         except MemCastleError as exc:
             logger.warning("could not read the drawers just filed", extra=fields(error=exc.code))
             return False

@@ -37,7 +37,7 @@ from graph import heuristic
 from kernel.config import ExtractionConfig
 from kernel.errors import MemCastleError
 from kernel.logs import fields
-from kernel.providers import run_json
+from kernel.providers import post_json, run_json
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _confidence(raw: object) -> float | None:
 def normalise(
     answer: object, *, min_confidence: float, max_entities: int, max_relations: int
 ) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """`(entities, relations)` of one answer, ready for `GraphService.record_extraction`.
+    """`(entities, relations)` of one answer, ready for `ExtractionRecords.record_extraction`.
 
     Entities: a name (whitespace collapsed) and a kind of the vocabulary (unknown: `other`);
     one per name, the first spelling and kind given, compared without case; the first
@@ -301,8 +301,6 @@ class HttpProvider:
             yield self._one(item)
 
     def _one(self, item: Item) -> Mapping[str, Any]:
-        import httpx
-
         body: dict[str, Any] = {
             "messages": [
                 {"role": "system", "content": self.system},
@@ -319,34 +317,16 @@ class HttpProvider:
         }
         if self.config.model is not None:
             body["model"] = self.config.model
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        timeout = self.config.timeout_secs
-        try:
-            response = httpx.post(
-                f"{self.config.url}/chat/completions", json=body, headers=headers, timeout=timeout
-            )
-        except httpx.TimeoutException:
-            raise ExtractFailed(f"{self.what} did not answer within {timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise ExtractFailed(
-                f"{self.what} could not be reached ({type(exc).__name__})"
-            ) from None
-        if response.status_code != 200:
-            # Only the status: an error body may quote the request or the key.
-            raise ExtractFailed(
-                f"{self.what} answered HTTP {response.status_code} {response.reason_phrase}"
-            )
-        try:
-            content = response.json()["choices"][0]["message"]["content"]
-            if not isinstance(content, str):
-                raise TypeError("content is not text")
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise ExtractFailed(
-                f"{self.what} answered without an OpenAI-style chat completion "
-                '({"choices": [{"message": {"content": ...}}]})'
-            ) from None
+        content = post_json(
+            f"{self.config.url}/chat/completions",
+            body,
+            api_key=self.config.api_key,
+            timeout=self.config.timeout_secs,
+            what=self.what,
+            failure=ExtractFailed,
+            read=_completion,
+            expected='chat completion ({"choices": [{"message": {"content": ...}}]})',
+        )
         answer = _json_object(content)
         if answer is None:
             logger.warning(
@@ -355,6 +335,14 @@ class HttpProvider:
             )
             return {"entities": [], "relations": []}
         return answer
+
+
+def _completion(answer: Any) -> str:
+    """The text of an OpenAI-style chat completion's first choice."""
+    content = answer["choices"][0]["message"]["content"]
+    if not isinstance(content, str):
+        raise TypeError("content is not text")
+    return content
 
 
 def _json_object(content: str) -> dict[str, Any] | None:

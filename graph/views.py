@@ -1,4 +1,4 @@
-"""REST views for the knowledge graph: parse, call `GraphService`, render."""
+"""REST views for the knowledge graph: parse, call `GraphReads` or `EntityService`, render."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from graph.services import GraphService
+from graph.entities import EntityService
+from graph.reads import GraphReads
 from kernel.rest import (
     MODE_PARAMETER,
     MemCastleView,
@@ -22,9 +23,14 @@ from kernel.rest import (
 from palace.views import DRAWER_LISTING
 
 
-# Every view of the graph calls `GraphService`.
-class GraphServiceView(MemCastleView):
-    graph: GraphService = service()
+# The views that read the graph call `GraphReads`.
+class GraphReadsView(MemCastleView):
+    graph_reads: GraphReads = service()
+
+
+# A person's mention of an entity and a recorded alias call `EntityService`.
+class EntityServiceView(MemCastleView):
+    entities: EntityService = service()
 
 
 def entity_fields() -> dict[str, serializers.Field]:
@@ -167,7 +173,7 @@ AS_OF = OpenApiParameter(
 )
 
 
-class EntitiesView(GraphServiceView):
+class EntitiesView(GraphReadsView):
     query_parameters = ("name", "kind", "limit")
 
     @extend_schema(
@@ -192,7 +198,7 @@ class EntitiesView(GraphServiceView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            self.graph.list_entities(
+            self.graph_reads.list_entities(
                 request_context(request),
                 name=params.get("name"),
                 kind=params.get("kind"),
@@ -201,7 +207,7 @@ class EntitiesView(GraphServiceView):
         )
 
 
-class EntityView(GraphServiceView):
+class EntityView(GraphReadsView):
     @extend_schema(
         summary="Show an entity with its mention and relationship counts",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -223,10 +229,10 @@ class EntityView(GraphServiceView):
         },
     )
     def get(self, request: Request, entity_id: str) -> Response:
-        return Response(self.graph.show_entity(request_context(request), entity_id))
+        return Response(self.graph_reads.show_entity(request_context(request), entity_id))
 
 
-class EntityRelationshipsView(GraphServiceView):
+class EntityRelationshipsView(GraphReadsView):
     query_parameters = ("include_expired", "as_of")
 
     @extend_schema(
@@ -256,7 +262,7 @@ class EntityRelationshipsView(GraphServiceView):
     def get(self, request: Request, entity_id: str) -> Response:
         params = request.query_params
         return Response(
-            self.graph.relationships(
+            self.graph_reads.relationships(
                 request_context(request),
                 entity_id,
                 include_expired=params.get("include_expired"),
@@ -265,7 +271,7 @@ class EntityRelationshipsView(GraphServiceView):
         )
 
 
-class EntityMentionsView(GraphServiceView):
+class EntityMentionsView(GraphReadsView):
     query_parameters = ("limit",)
 
     @extend_schema(
@@ -302,13 +308,13 @@ class EntityMentionsView(GraphServiceView):
     )
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(
-            self.graph.mentions(
+            self.graph_reads.mentions(
                 request_context(request), entity_id, limit=request.query_params.get("limit")
             )
         )
 
 
-class EntityCandidatesView(GraphServiceView):
+class EntityCandidatesView(GraphReadsView):
     @extend_schema(
         summary="Entities that may be this one under another spelling (possibly_same_as)",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -334,10 +340,10 @@ class EntityCandidatesView(GraphServiceView):
         },
     )
     def get(self, request: Request, entity_id: str) -> Response:
-        return Response(self.graph.candidates(request_context(request), entity_id))
+        return Response(self.graph_reads.candidates(request_context(request), entity_id))
 
 
-class EntityAliasesView(GraphServiceView):
+class EntityAliasesView(EntityServiceView):
     @extend_schema(
         summary="Record a spelling of an entity (201 new, 200 already recorded)",
         parameters=[MODE_PARAMETER, ENTITY_ID],
@@ -362,10 +368,10 @@ class EntityAliasesView(GraphServiceView):
     )
     def post(self, request: Request, entity_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(self.graph.add_alias(ctx, entity_id, request.data))
+        return created_response(self.entities.add_alias(ctx, entity_id, request.data))
 
 
-class DrawerMentionsView(GraphServiceView):
+class DrawerMentionsView(EntityServiceView):
     @extend_schema(
         summary="Link a drawer to the entity a name resolves to (201 linked, 200 already)",
         parameters=[
@@ -404,10 +410,10 @@ class DrawerMentionsView(GraphServiceView):
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(self.graph.mention(ctx, drawer_id, request.data))
+        return created_response(self.entities.mention(ctx, drawer_id, request.data))
 
 
-class RelationshipHistoryView(GraphServiceView):
+class RelationshipHistoryView(GraphReadsView):
     query_parameters = ("as_of",)
 
     @extend_schema(
@@ -432,13 +438,13 @@ class RelationshipHistoryView(GraphServiceView):
     )
     def get(self, request: Request, relationship_id: str) -> Response:
         return Response(
-            self.graph.history(
+            self.graph_reads.history(
                 request_context(request), relationship_id, as_of=request.query_params.get("as_of")
             )
         )
 
 
-class GraphView(GraphServiceView):
+class GraphView(GraphReadsView):
     query_parameters = ("entity", "depth", "limit", "as_of")
 
     @extend_schema(
@@ -485,7 +491,7 @@ class GraphView(GraphServiceView):
     def get(self, request: Request) -> Response:
         params = request.query_params
         return Response(
-            self.graph.overview(
+            self.graph_reads.overview(
                 request_context(request),
                 entity=params.get("entity"),
                 depth=params.get("depth"),

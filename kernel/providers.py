@@ -1,9 +1,12 @@
-"""Running a provider's command: argv without a shell, JSON in and out, a deadline.
+"""Calling a provider: its command (argv without a shell, JSON in and out, a deadline) or its
+OpenAI-compatible HTTP endpoint (a JSON POST with a bearer key and a timeout).
 
-Embedding and extraction providers both run a user's command this way (search.md section 6,
-graph.md section 5), so they fail the same way: a command that cannot start, overruns its
-timeout (killed with everything it started), exits non-zero (the start of its stderr is kept)
-or writes something that is not JSON.
+Embedding and extraction providers both call a user's command or endpoint this way (search.md
+section 6, graph.md section 5), so they fail the same way: a command that cannot start, overruns
+its timeout (killed with everything it started), exits non-zero (the start of its stderr is
+kept) or writes something that is not JSON; an endpoint that cannot be reached, does not answer
+in time, answers with an error status or answers something other than what was asked for. Each
+raises the caller's own error, with a message that starts with what was called.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kernel.errors import MemCastleError
 
 STDERR_HEAD = 300
+# What reading an answer that is not JSON, or not of the shape asked for, raises.
+_SHAPE_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
 def child_environment() -> dict[str, str]:
@@ -72,3 +77,38 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
     except OSError:
         process.kill()
     process.communicate()
+
+
+def post_json[T](
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    api_key: str | None,
+    timeout: float,
+    what: str,
+    failure: type[MemCastleError],
+    read: Callable[[Any], T],
+    expected: str,
+) -> T:
+    """POST `body` as JSON to `url`, with `api_key` (if any) as a bearer token, and return what
+    `read` makes of the JSON answer. Each failure raises `failure` with a message that starts
+    with `what`; an answer `read` cannot read says it lacks `expected` (the OpenAI-style shape
+    asked for)."""
+    import httpx
+
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        response = httpx.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx.TimeoutException:
+        raise failure(f"{what} did not answer within {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise failure(f"{what} could not be reached ({type(exc).__name__})") from None
+    if response.status_code != 200:
+        # Only the status: an error body may quote the request or the key.
+        raise failure(f"{what} answered HTTP {response.status_code} {response.reason_phrase}")
+    try:
+        return read(response.json())
+    except _SHAPE_ERRORS:
+        raise failure(f"{what} answered without an OpenAI-style {expected}") from None

@@ -20,7 +20,7 @@ from mcp_bridge.schemas import JOB_ID, Schema, boolean, integer, string
 from palace.search import query as search_query
 
 if TYPE_CHECKING:
-    from graph.services import GraphService
+    from graph.reads import GraphReads
     from jobs.services import JobService
     from palace.journal import JournalService
     from palace.search.service import SearchService
@@ -45,7 +45,7 @@ class ToolServices(Protocol):
     @property
     def palace(self) -> PalaceService: ...
     @property
-    def graph(self) -> GraphService: ...
+    def graph_reads(self) -> GraphReads: ...
     @property
     def journal(self) -> JournalService: ...
     @property
@@ -120,7 +120,9 @@ def _history(call: Call) -> Any:
 
 def _fact_history(call: Call) -> Any:
     relationship_id = _required(call, "relationship_id")
-    return call.services.graph.history(call.ctx, relationship_id, as_of=call.arguments.get("as_of"))
+    return call.services.graph_reads.history(
+        call.ctx, relationship_id, as_of=call.arguments.get("as_of")
+    )
 
 
 def _wake_up(call: Call) -> Any:

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph.repository import GraphRepository
-from graph.services import GraphService
+from graph.entities import EntityService
+from graph.extraction_records import ExtractionRecords
+from graph.facts import FactService
+from graph.reads import GraphReads
+from graph.repositories.entities import EntityRepository
+from graph.repositories.extraction import ExtractionRepository
+from graph.repositories.facts import FactRepository
+from graph.repositories.reads import GraphReadRepository
 from jobs.executor import Executor
 from jobs.services import JobService
 from kernel.config import Config
@@ -48,7 +54,10 @@ class Services:
     embeddings: EmbeddingService
     indexes: SearchIndexes
     search: SearchService
-    graph: GraphService
+    entities: EntityService
+    facts: FactService
+    extraction_records: ExtractionRecords
+    graph_reads: GraphReads
     sources: SourceService
     maintenance: Maintenance
     miners: ConfiguredSection
@@ -62,7 +71,10 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
     jobs = JobService(executor)
     palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
+    # One entity service resolves every name, so the names the extract job remembers are one set.
+    entities = EntityService(EntityRepository(store), events, fuzzy=config.dedup.entity_fuzzy)
     embeddings = EmbeddingService(store, config.embeddings)
+    graph_reads = GraphReads(GraphReadRepository(store))
     indexes = SearchIndexes(
         store,
         config.palace_path / "search",
@@ -79,8 +91,11 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         journal=JournalService(palace),
         embeddings=embeddings,
         indexes=indexes,
-        search=SearchService(palace, indexes, embeddings),
-        graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
+        search=SearchService(palace, indexes, embeddings, graph_reads),
+        entities=entities,
+        facts=FactService(FactRepository(store), entities, events),
+        extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
+        graph_reads=graph_reads,
         sources=SourceService(store, config.mining),
         maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.

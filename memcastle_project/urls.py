@@ -40,7 +40,8 @@ class URLConf:
 
 def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolver]:
     palace_service = {"palace": services.palace}
-    graph_service = {"graph": services.graph}
+    graph_reads = {"graph_reads": services.graph_reads}
+    entities = {"entities": services.entities}
     journal = {"journal": services.journal}
     job_service = {"jobs": services.jobs}
     return [
@@ -79,31 +80,31 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         ),
         path(
             "api/drawers/<str:drawer_id>/mentions",
-            graph.DrawerMentionsView.as_view(**graph_service),
+            graph.DrawerMentionsView.as_view(**entities),
         ),
-        path("api/entities", graph.EntitiesView.as_view(**graph_service)),
-        path("api/entities/<str:entity_id>", graph.EntityView.as_view(**graph_service)),
+        path("api/entities", graph.EntitiesView.as_view(**graph_reads)),
+        path("api/entities/<str:entity_id>", graph.EntityView.as_view(**graph_reads)),
         path(
             "api/entities/<str:entity_id>/relationships",
-            graph.EntityRelationshipsView.as_view(**graph_service),
+            graph.EntityRelationshipsView.as_view(**graph_reads),
         ),
         path(
             "api/entities/<str:entity_id>/mentions",
-            graph.EntityMentionsView.as_view(**graph_service),
+            graph.EntityMentionsView.as_view(**graph_reads),
         ),
         path(
             "api/entities/<str:entity_id>/candidates",
-            graph.EntityCandidatesView.as_view(**graph_service),
+            graph.EntityCandidatesView.as_view(**graph_reads),
         ),
         path(
             "api/entities/<str:entity_id>/aliases",
-            graph.EntityAliasesView.as_view(**graph_service),
+            graph.EntityAliasesView.as_view(**entities),
         ),
         path(
             "api/relationships/<str:relationship_id>/history",
-            graph.RelationshipHistoryView.as_view(**graph_service),
+            graph.RelationshipHistoryView.as_view(**graph_reads),
         ),
-        path("api/graph", graph.GraphView.as_view(**graph_service)),
+        path("api/graph", graph.GraphView.as_view(**graph_reads)),
         path("api/notes", palace.NotesView.as_view(**journal)),
         path("api/diary", palace.DiaryView.as_view(**journal)),
         path("api/wake-up", palace.WakeUpView.as_view(**journal)),

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graph.services import EmptyLabel, check_fact_labels
+from graph.entities import EmptyLabel
+from graph.facts import check_fact_labels
 from jobs.kinds import JobKind
 from jobs.replay import unit_id
 from jobs.states import Priority
@@ -24,7 +25,7 @@ from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.services import NOT_RUN, Filed, Filing
 
 if TYPE_CHECKING:
-    from graph.services import GraphService
+    from graph.facts import FactService
     from jobs.run import JobRun
     from palace.services import PalaceService
 
@@ -54,7 +55,7 @@ class CheckpointServices(Protocol):
     @property
     def palace(self) -> PalaceService: ...
     @property
-    def graph(self) -> GraphService: ...
+    def facts(self) -> FactService: ...
 
 
 def _refuse(index: int | None, problem: str) -> InputInvalid:
@@ -280,7 +281,7 @@ def _apply_facts(
     """Apply the facts of a chunk's items, in order, each with its drawer as evidence; returns
     the items whose fact failed. The graph writes under ids derived from the drawer, so the
     facts of a replayed chunk (their drawers already stored) are applied again harmlessly."""
-    graph = job.services.graph
+    facts = job.services.facts
     replayed = [index for index in ids if ids[index] in stored and "fact" in items[index]]
     if replayed:
         found = job.services.palace.repository.drawers_by_ids(ids[i] for i in replayed)
@@ -288,7 +289,7 @@ def _apply_facts(
     failed = []
     for index in sorted(evidence):
         try:
-            graph.apply_fact(evidence[index], items[index]["fact"], job.requested_by)
+            facts.apply_fact(evidence[index], items[index]["fact"], job.requested_by)
         except (NotFound, InputInvalid) as exc:
             failed.append({"index": index, "error": exc.message})
     return failed

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from graph.reads import GraphReads
+from graph.repositories.reads import GraphReadRepository
 from kernel.config import EmbeddingsConfig
 from kernel.context import RequestContext
 from kernel.profiles import Profile, parse_profile
@@ -95,8 +97,11 @@ class SearchPalace:
             ),
             clock=clock,
         )
+        self.graph = GraphReads(GraphReadRepository(self.store))
         self.indexes = self._open_indexes()
-        self.service = SearchService(self.palace, self.indexes, self.embeddings, clock=clock)
+        self.service = SearchService(
+            self.palace, self.indexes, self.embeddings, self.graph, clock=clock
+        )
 
     @property
     def directory(self) -> Path:
@@ -116,7 +121,9 @@ class SearchPalace:
         if indexed_profiles is not None:
             self.indexed_profiles = dict(indexed_profiles)
         self.indexes = self._open_indexes()
-        self.service = SearchService(self.palace, self.indexes, self.embeddings, clock=self.clock)
+        self.service = SearchService(
+            self.palace, self.indexes, self.embeddings, self.graph, clock=self.clock
+        )
 
     def close(self) -> None:
         self.indexes.close()

@@ -45,7 +45,11 @@ def test_each_app_registers_its_sweeps() -> None:
 def _services() -> SimpleNamespace:
     """What the sweepers are built on; none is started here."""
     return SimpleNamespace(
-        jobs=None, events=None, embeddings=None, store=None, config=load_config(env={})
+        jobs=None,
+        events=None,
+        embeddings=None,
+        extraction_records=None,
+        config=load_config(env={}),
     )
 
 

@@ -68,7 +68,7 @@ def test_a_replayed_chunk_applies_its_facts_once(
     )
     daemon.executor.execute(first)
     by_object = {
-        daemon.graph.repository.entity(row["out"])["name"]: row["id"]
+        daemon.entities.entity(row["out"])["name"]: row["id"]
         for row in store.one("SELECT * FROM relates_to")
     }
     second = submit(

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from surrealdb import RecordID
 
-from graph import expansion
-from graph.expansion import Related, Relationship, held, rank_related
+from graph.neighbourhood import Relationship
+from palace.search import expansion
+from palace.search.expansion import Related, held, rank_related
 from palace.search.query import to_ns
 from palace.search.scope import OPEN
 from tests.search_palace import STANDIN, Clock, SearchPalace, instant, rfc3339
@@ -399,15 +400,15 @@ def test_the_graph_is_read_in_nanoseconds_of_validity(palace: SearchPalace, grap
     pg, acme = graph.entity("Postgres"), graph.entity("Acme")
     graph.mention(hit, pg)
     graph.relate(pg, acme, since=instant(5), until=instant(6), confidence=0.5)
-    found = expansion.neighbourhood(palace.store, [hit["id"]], None, 10)
+    found = expansion.neighbourhood(palace.graph, [hit["id"]], None, 10)
     assert found.seed_entities == {hit["id"]: [pg]}
     assert found.relationships == [
         Relationship(pg, acme, to_ns(instant(5)), to_ns(instant(6)), 0.5)
     ]
     assert found.mentioned_by == {pg: [hit["id"]], acme: []}
     window = (to_ns(instant(7)), to_ns(instant(7)) + 1)
-    assert expansion.neighbourhood(palace.store, [hit["id"]], window, 10).relationships == []
-    assert expansion.entity_names(palace.store, [pg, acme]) == {pg: "Postgres", acme: "Acme"}
+    assert expansion.neighbourhood(palace.graph, [hit["id"]], window, 10).relationships == []
+    assert palace.graph.entity_names([pg, acme]) == {pg: "Postgres", acme: "Acme"}
 
 
 def test_only_the_best_hops_have_their_drawers_read(palace: SearchPalace, graph: Graph) -> None:
@@ -424,17 +425,36 @@ def test_only_the_best_hops_have_their_drawers_read(palace: SearchPalace, graph:
     graph.mention(both, pg, hops[0.5])
     limit = 1
     assert expansion.HOP_ENTITIES_PER_RESULT * limit == 3
-    read = expansion.neighbourhood(palace.store, [hit["id"]], None, limit).mentioned_by
+    read = expansion.neighbourhood(palace.graph, [hit["id"]], None, limit).mentioned_by
     assert set(read) == {pg, hops[0.9], hops[0.8], hops[0.7], hops[0.5]}
     # A hop left unread is listed with the drawers that share an entity with the hit only, so
     # their signal still counts it.
     assert read[hops[0.5]] == [both["id"]]
-    (related,) = expansion.expand(palace.store, [hit["id"]], everywhere, None, limit)
+    (related,) = expansion.expand(palace.graph, [hit["id"]], everywhere, None, limit)
     assert (related.drawer_id, related.graph, related.via) == (
         both["id"],
         1.25,
         ("Postgres", "Tool0"),
     )
     # Asked for more, every hop is read and ranked.
-    related = expansion.expand(palace.store, [hit["id"]], everywhere, None, 6)
+    related = expansion.expand(palace.graph, [hit["id"]], everywhere, None, 6)
     assert [item.graph for item in related] == [1.25, 0.45, 0.4, 0.35, 0.3, 0.25]
+
+
+def test_the_graph_reads_what_expansion_asks_for(palace: SearchPalace, graph: Graph) -> None:
+    hit = palace.file("work", "db", "the database is postgres", valid_from=instant(1))
+    other = palace.file("work", "ops", "postgres runs at acme", valid_from=instant(1))
+    pg, acme = graph.entity("Postgres"), graph.entity("Acme")
+    graph.mention(hit, pg)
+    graph.mention(other, pg, acme)
+    graph.relate(pg, acme, since=instant(5), confidence=None)
+    found = palace.graph.neighbourhood([hit["id"]], None)
+    assert found.seed_entities == {hit["id"]: [pg]}
+    # An open relationship has no end; one that records no confidence counts as certain.
+    assert found.relationships == [Relationship(pg, acme, to_ns(instant(5)), None, 1.0)]
+    assert sorted(found.mentioned_by[pg]) == sorted([hit["id"], other["id"]])
+    drawers, entities = palace.graph.mentions_around([acme], [other["id"]])
+    assert drawers == {acme: [other["id"]]}
+    assert sorted(entities[other["id"]]) == sorted([pg, acme])
+    assert palace.graph.mentions_around([], []) == ({}, {})
+    assert palace.graph.entity_names([]) == {}

@@ -1,7 +1,8 @@
 """The extract job's selection and sweeps against a real in-memory store (graph.md section 3).
 
-The graph it writes through is a recording stand-in for `GraphService` (the real one is tested
-end to end in `test_graph_extraction.py`): which drawers are read, in which order, in which
+The extraction records it works through are the real `ExtractionRecords` for what the job
+selects, with a recording stand-in for what it writes (the real writes are tested end to end in
+`test_graph_extraction.py`): which drawers are read, in which order, in which
 batches, with which validity; which drawers have their facts closed and at which instant; which
 predecessor a replacement's facts are linked to; what a failing provider leaves for the next run;
 and how the sweeper decides to queue a job.
@@ -21,7 +22,11 @@ import pytest
 from surrealdb import RecordID
 
 from graph import extraction
+from graph.entities import EntityService
+from graph.extraction_records import ExtractionRecords
 from graph.providers import ExtractFailed, ExtractNotConfigured, Item
+from graph.repositories.entities import EntityRepository
+from graph.repositories.extraction import ExtractionRepository
 from jobs.run import JobRun
 from kernel.config import ExtractionConfig
 from kernel.context import RequestContext
@@ -33,11 +38,12 @@ from palace.services import Filing, PalaceService, WingNotFound
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
 
 
-class RecordingGraph:
-    """Writes the marker (and one open fact per relation) as `GraphService` would, and records
-    every call."""
+class RecordingGraph(ExtractionRecords):
+    """Selects as `ExtractionRecords` does; writes the marker (and one open fact per relation) as
+    it would, and records every call."""
 
     def __init__(self, store: Store) -> None:
+        super().__init__(ExtractionRepository(store), EntityService(EntityRepository(store)))
         self.store = store
         self.recorded: list[dict[str, Any]] = []
         self.closed: list[tuple[str, dt.datetime]] = []
@@ -81,15 +87,17 @@ class RecordingGraph:
         )
         return len(entities), len(relations)
 
-    def close_facts_of(self, drawer_id: str, at: dt.datetime) -> None:
+    def close_facts_of(self, drawer_id: str, at: dt.datetime) -> list[dict[str, Any]]:
         self.closed.append((drawer_id, at))
         self.store.query(
             "UPDATE relates_to SET valid_to = $at WHERE provenance.drawer = $d AND valid_to = NONE",
             {"d": drawer_id, "at": at},
         )
+        return []
 
-    def link_successor_facts(self, old: str, new: str) -> None:
-        self.linked.append((old, new))
+    def link_successor_facts(self, old_drawer_id: str, new_drawer_id: str) -> int:
+        self.linked.append((old_drawer_id, new_drawer_id))
+        return 0
 
     @property
     def read(self) -> list[str]:
@@ -132,16 +140,14 @@ def graph(store: Store) -> RecordingGraph:
 
 
 @pytest.fixture
-def services(store: Store, palace: PalaceService, graph: RecordingGraph) -> SimpleNamespace:
-    return install(store, palace, graph, HEURISTIC)
+def services(palace: PalaceService, graph: RecordingGraph) -> SimpleNamespace:
+    return install(palace, graph, HEURISTIC)
 
 
-def install(
-    store: Store, palace: PalaceService, graph: Any, config: ExtractionConfig
-) -> SimpleNamespace:
-    """What the extract job calls, with `graph` in the place of `GraphService`."""
+def install(palace: PalaceService, graph: Any, config: ExtractionConfig) -> SimpleNamespace:
+    """What the extract job calls, with `graph` in the place of `ExtractionRecords`."""
     return SimpleNamespace(
-        config=SimpleNamespace(extraction=config), store=store, palace=palace, graph=graph
+        config=SimpleNamespace(extraction=config), palace=palace, extraction_records=graph
     )
 
 
@@ -213,9 +219,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
         (3, 3, True),
     ]
     # The markers are the cursor: nothing is read twice, even by another provider.
-    services = install(
-        store, palace, graph, ExtractionConfig(provider="command", command=("/bin/false",))
-    )
+    services = install(palace, graph, ExtractionConfig(provider="command", command=("/bin/false",)))
     assert run(FakeJob(services)) == {"drawers": 0, "entities": 0, "relations": 0, "closed": 0}
     assert len(graph.recorded) == 3
 
@@ -400,7 +404,7 @@ def test_submission_is_refused_without_a_provider_and_checks_its_parameters(
         extraction.parse({"wing": 3}, services)
     with pytest.raises(WingNotFound):
         extraction.parse({"wing": "nowhere"}, services)
-    services = install(store, palace, graph, ExtractionConfig())
+    services = install(palace, graph, ExtractionConfig())
     with pytest.raises(ExtractNotConfigured) as refused:
         extraction.parse({}, services)
     assert (refused.value.status, refused.value.code) == (400, "memcastle::extract::not_configured")
@@ -430,8 +434,12 @@ def test_the_sweeper_follows_completed_mines_and_filed_drawers(
 
 def sweeping(config: ExtractionConfig, store: Store) -> Any:
     """What the sweeper is built on; it queues nothing here, so it has no jobs or events."""
+    records = ExtractionRecords(ExtractionRepository(store), EntityService(EntityRepository(store)))
     return SimpleNamespace(
-        config=SimpleNamespace(extraction=config), store=store, jobs=None, events=None
+        config=SimpleNamespace(extraction=config),
+        extraction_records=records,
+        jobs=None,
+        events=None,
     )
 
 

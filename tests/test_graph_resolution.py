@@ -1,5 +1,5 @@
 """Entity resolution (palace.md section 8): the key, the five rules, candidates and the
-`entity_fuzzy` switch, as pure functions and through `GraphService.resolve` on a real store."""
+`entity_fuzzy` switch, as pure functions and through `EntityService.resolve` on a real store."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from graph import resolution
-from graph.repository import GraphRepository
-from graph.services import EmptyLabel, GraphService
+from graph.entities import EmptyLabel, EntityService
+from graph.repositories.entities import EntityRepository
 from kernel.errors import InputInvalid
 from kernel.events import EventBus
 from kernel.store import Store
@@ -155,11 +155,11 @@ def events() -> EventBus:
 
 
 @pytest.fixture
-def graph(store: Store, events: EventBus) -> GraphService:
-    return GraphService(GraphRepository(store), events)
+def graph(store: Store, events: EventBus) -> EntityService:
+    return EntityService(EntityRepository(store), events)
 
 
-def test_spellings_converge_and_are_recorded_as_aliases(graph: GraphService, store: Store) -> None:
+def test_spellings_converge_and_are_recorded_as_aliases(graph: EntityService, store: Store) -> None:
     first = graph.resolve("Node.js", "tool")
     assert (first.rule, first.confidence) == ("new", 1.0)
     second = graph.resolve("NodeJS", "tool")
@@ -182,7 +182,7 @@ def ctx_full():
     return RequestContext.build()
 
 
-def test_typo_and_candidates_through_the_store(graph: GraphService, store: Store) -> None:
+def test_typo_and_candidates_through_the_store(graph: EntityService, store: Store) -> None:
     kubernetes = graph.resolve("Kubernetes", "tool").entity
     typo = graph.resolve("Kubernets", "tool")
     assert (typo.rule, typo.entity["id"]) == ("typo", kubernetes["id"])
@@ -198,14 +198,14 @@ def test_typo_and_candidates_through_the_store(graph: GraphService, store: Store
 
 
 def test_fuzzy_off_through_the_store(store: Store) -> None:
-    graph = GraphService(GraphRepository(store), fuzzy=False)
+    graph = EntityService(EntityRepository(store), fuzzy=False)
     first = graph.resolve("Postgres", "tool").entity
     assert graph.resolve("Postgress", "tool").rule == "new"
     assert graph.resolve("POSTGRES", "tool").entity["id"] == first["id"]
     assert store.one("SELECT * FROM possibly_same_as") == []
 
 
-def test_new_entities_are_announced_by_id_only(graph: GraphService, events: EventBus) -> None:
+def test_new_entities_are_announced_by_id_only(graph: EntityService, events: EventBus) -> None:
     import asyncio
 
     async def collect() -> list[dict]:
@@ -224,7 +224,7 @@ def test_new_entities_are_announced_by_id_only(graph: GraphService, events: Even
     ]
 
 
-def test_blank_names_and_kinds_are_refused(graph: GraphService) -> None:
+def test_blank_names_and_kinds_are_refused(graph: EntityService) -> None:
     with pytest.raises(InputInvalid):
         graph.resolve("   ", "tool")
     with pytest.raises(EmptyLabel) as refused:
@@ -233,7 +233,7 @@ def test_blank_names_and_kinds_are_refused(graph: GraphService) -> None:
     assert graph.resolve("Alice", " Person ").entity["kind"] == "person"
 
 
-def test_names_of_one_answer_converge_on_each_other(graph: GraphService, store: Store) -> None:
+def test_names_of_one_answer_converge_on_each_other(graph: EntityService, store: Store) -> None:
     found = graph.resolve_many(
         [("Kubernetes", "tool"), ("Kubernets", "tool"), ("kubernetes", "tool"), ("Helm", "tool")]
     )
@@ -243,13 +243,13 @@ def test_names_of_one_answer_converge_on_each_other(graph: GraphService, store: 
     assert len(store.one("SELECT * FROM entity")) == 2
 
 
-def test_overlong_names_are_refused(graph: GraphService) -> None:
+def test_overlong_names_are_refused(graph: EntityService) -> None:
     with pytest.raises(InputInvalid):
         graph.resolve("x" * 501, "tool")
 
 
 def test_the_new_entities_of_one_answer_are_filed_with_their_aliases(
-    graph: GraphService, store: Store
+    graph: EntityService, store: Store
 ) -> None:
     graph.resolve_many([("Kubernetes", "tool"), ("Kubernets", "tool"), ("Helm", "tool")])
     # The spelling became an alias before the entity was written, and is filed under its key.
@@ -258,7 +258,7 @@ def test_the_new_entities_of_one_answer_are_filed_with_their_aliases(
     assert len(store.one("SELECT * FROM entity")) == 2
 
 
-class StaleLookups(GraphRepository):
+class StaleLookups(EntityRepository):
     """Looks names up as they were before another writer created some of them."""
 
     def resolution_pool(self, names: Iterable[str], keys: Iterable[str]) -> list[dict[str, Any]]:
@@ -271,10 +271,10 @@ class StaleLookups(GraphRepository):
 
 
 def test_a_name_another_writer_created_meanwhile_resolves_to_theirs(
-    graph: GraphService, store: Store, events: EventBus
+    graph: EntityService, store: Store, events: EventBus
 ) -> None:
     theirs = graph.resolve("Helm", "tool").entity
-    racing = GraphService(StaleLookups(store), events, fuzzy=False)
+    racing = EntityService(StaleLookups(store), events, fuzzy=False)
     found = racing.resolve_many([("Kubernetes", "tool"), ("Helm", "tool"), ("HELM", "tool")])
     assert [r.rule for r in found] == ["new", "exact", "normalized"]
     assert found[1].entity["id"] == found[2].entity["id"] == theirs["id"]
@@ -283,7 +283,7 @@ def test_a_name_another_writer_created_meanwhile_resolves_to_theirs(
     assert names == ["Helm", "Kubernetes"]
 
 
-class CountingLookups(GraphRepository):
+class CountingLookups(EntityRepository):
     """Counts the name lookups."""
 
     def __init__(self, store: Store) -> None:
@@ -297,7 +297,7 @@ class CountingLookups(GraphRepository):
 
 def test_remembered_names_resolve_without_a_lookup(store: Store) -> None:
     repository = CountingLookups(store)
-    graph = GraphService(repository)
+    graph = EntityService(repository)
     first = graph.resolve_many([("Helm", "tool"), ("helm", "tool")], remembered=True)
     assert [r.rule for r in first] == ["new", "normalized"]
     helm = first[0].entity["id"]

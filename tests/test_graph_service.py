@@ -1,25 +1,28 @@
-"""`GraphService` on a real (in-memory) store: the extract job's seam (`record_extraction`,
-`close_facts_of`, `link_successor_facts`), checkpoint facts (`apply_fact`) and the reads with
-their lifecycle. The end-to-end behaviour over HTTP is in test_graph_api.py."""
+"""The graph's services on a real (in-memory) store: the extract job's seam (`ExtractionRecords`:
+`record_extraction`, `close_facts_of`, `link_successor_facts`), checkpoint facts
+(`FactService.apply_fact`), a person's mentions and aliases (`EntityService`) and the reads with
+their lifecycle (`GraphReads`). The end-to-end behaviour over HTTP is in test_graph_api.py."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from graph.repository import GraphRepository
-from graph.services import (
-    EmptyLabel,
-    EntityNotFound,
-    GraphService,
-    RelationshipNotFound,
-    check_fact_labels,
-)
+from graph.entities import EmptyLabel, EntityNotFound, EntityService
+from graph.extraction_records import ExtractionRecords
+from graph.facts import FactService, RelationshipNotFound, check_fact_labels
+from graph.reads import GraphReads
+from graph.repositories.entities import EntityRepository
+from graph.repositories.extraction import ExtractionRepository
+from graph.repositories.facts import FactRepository
+from graph.repositories.reads import GraphReadRepository
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
+from kernel.events import EventBus
 from kernel.store import Store
 from palace.repository import PalaceRepository
 from palace.services import DrawerNotFound, Filing, PalaceService
@@ -44,9 +47,33 @@ def clock() -> Clock:
     return Clock()
 
 
+@dataclass(frozen=True)
+class Graph:
+    """The graph's services on one store, clock and event bus, wired as the composition root
+    wires them."""
+
+    entities: EntityService
+    facts: FactService
+    records: ExtractionRecords
+    reads: GraphReads
+    events: EventBus
+
+
+def build_graph(store: Store, clock: Clock, events: EventBus | None = None) -> Graph:
+    bus = events or EventBus()
+    entities = EntityService(EntityRepository(store), bus, clock=clock)
+    return Graph(
+        entities=entities,
+        facts=FactService(FactRepository(store), entities, bus, clock=clock),
+        records=ExtractionRecords(ExtractionRepository(store), entities, bus, clock=clock),
+        reads=GraphReads(GraphReadRepository(store), clock=clock),
+        events=bus,
+    )
+
+
 @pytest.fixture
-def graph(store: Store, clock: Clock) -> GraphService:
-    return GraphService(GraphRepository(store), clock=clock)
+def graph(store: Store, clock: Clock) -> Graph:
+    return build_graph(store, clock)
 
 
 @pytest.fixture
@@ -81,16 +108,16 @@ def mined(palace: PalaceService, ctx: RequestContext, content: str, document: st
     return record
 
 
-def rels(graph: GraphService, ctx: RequestContext, entity_id: str, **options: Any) -> list:
-    return graph.relationships(ctx, entity_id, **options)["relationships"]
+def rels(graph: Graph, ctx: RequestContext, entity_id: str, **options: Any) -> list:
+    return graph.reads.relationships(ctx, entity_id, **options)["relationships"]
 
 
-def entity_id(graph: GraphService, name: str, kind: str = "other") -> str:
-    return graph.resolve(name, kind).entity["id"]
+def entity_id(graph: Graph, name: str, kind: str = "other") -> str:
+    return graph.entities.resolve(name, kind).entity["id"]
 
 
 def test_record_extraction_writes_everything_once(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, store: Store
+    graph: Graph, palace: PalaceService, ctx: RequestContext, store: Store
 ) -> None:
     source = mined(palace, ctx, "Alice works on MemCastle. MemCastle uses SurrealDB.", "team.md")
     entities = [
@@ -106,18 +133,18 @@ def test_record_extraction_writes_everything_once(
         {"subject": "Alice", "predicate": "uses", "object": "Alice", "confidence": 0.6},
         {"subject": "Alice", "predicate": "owns", "object": "Nobody", "confidence": 0.6},
     ]
-    counts = graph.record_extraction(
+    counts = graph.records.record_extraction(
         source, entities, relations, extractor="heuristic", job_id="job-1", valid_from=T0
     )
     assert counts == (3, 2)
-    again = graph.record_extraction(
+    again = graph.records.record_extraction(
         source, entities, relations, extractor="heuristic", job_id="job-1", valid_from=T0
     )
     assert again == (3, 2)
     assert len(store.one("SELECT * FROM relates_to")) == 2
     assert len(store.one("SELECT * FROM mentions")) == 3
     assert len(store.one("SELECT * FROM entity")) == 3
-    marker = graph.repository.marker(source["id"])
+    marker = ExtractionRepository(store).marker(source["id"])
     assert (marker["extractor"], marker["entities"], marker["relations"], marker["job"]) == (
         "heuristic",
         3,
@@ -143,28 +170,28 @@ def test_record_extraction_writes_everything_once(
     }
     assert "assertion" not in works_on
     assert works_on["lifecycle"] == {"state": "current", "links": []}
-    [mention] = graph.mentions(ctx, alice)["mentions"]
+    [mention] = graph.reads.mentions(ctx, alice)["mentions"]
     assert mention["observation"] == {"name": "Alice", "rule": "new", "confidence": 1.0}
     assert mention["drawer"]["id"] == source["id"]
     assert mention["provenance"]["drawer"] == source["id"]
 
 
 def test_an_empty_answer_still_writes_the_marker(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: PalaceService, ctx: RequestContext, store: Store
 ) -> None:
     source = drawer(palace, ctx, "nothing to see")
-    assert graph.record_extraction(
+    assert graph.records.record_extraction(
         source, [], [], extractor="command", job_id=None, valid_from=T0
     ) == (0, 0)
-    marker = graph.repository.marker(source["id"])
+    marker = ExtractionRepository(store).marker(source["id"])
     assert (marker["entities"], marker["relations"], "job" in marker) == (0, 0, False)
 
 
 def test_extracted_validity_is_never_later_than_now(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     source = drawer(palace, ctx, "A uses B")
-    graph.record_extraction(
+    graph.records.record_extraction(
         source,
         [{"name": "Aaa", "kind": "tool"}, {"name": "Bbb", "kind": "tool"}],
         [{"subject": "Aaa", "predicate": "uses", "object": "Bbb", "confidence": 0.5}],
@@ -176,12 +203,12 @@ def test_extracted_validity_is_never_later_than_now(
     assert row["valid_from"] == T0
 
 
-def located(graph: GraphService, source: dict, place: str, confidence: float = 0.6) -> None:
+def located(graph: Graph, source: dict, place: str, confidence: float = 0.6) -> None:
     located_from(graph, source, place, source["valid_from"], confidence=confidence)
 
 
 def test_inferred_confirms_and_contradicts(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     first = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, first, "Berlin")
@@ -218,10 +245,10 @@ def test_inferred_confirms_and_contradicts(
 
 
 def test_multi_valued_predicates_get_no_contradiction(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: PalaceService, ctx: RequestContext
 ) -> None:
     for tool in ("Python", "Rust"):
-        graph.record_extraction(
+        graph.records.record_extraction(
             drawer(palace, ctx, f"Alice uses {tool}."),
             [{"name": "Alice", "kind": "person"}, {"name": tool, "kind": "tool"}],
             [{"subject": "Alice", "predicate": "uses", "object": tool, "confidence": 0.6}],
@@ -234,19 +261,20 @@ def test_multi_valued_predicates_get_no_contradiction(
 
 
 def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
     closed_at = clock.advance(2)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     new["valid_from"] = closed_at
-    closed = graph.close_facts_of(old["id"], closed_at)
+    closed = graph.records.close_facts_of(old["id"], closed_at)
     assert [(r["valid_to"], r["provenance"]["drawer"]) for r in closed] == [(closed_at, old["id"])]
-    assert graph.close_facts_of(old["id"], closed_at) == []
+    assert graph.records.close_facts_of(old["id"], closed_at) == []
     located(graph, new, "Paris")
-    assert graph.link_successor_facts(old["id"], new["id"]) == 1
-    assert graph.link_successor_facts(old["id"], new["id"]) == 1  # found made, not duplicated
+    assert graph.records.link_successor_facts(old["id"], new["id"]) == 1
+    again = graph.records.link_successor_facts(old["id"], new["id"])
+    assert again == 1  # found made, not duplicated
     alice = entity_id(graph, "Alice", "person")
     assert [r["to"] for r in rels(graph, ctx, alice)] == [entity_id(graph, "Paris", "place")]
     everything = rels(graph, ctx, alice, include_expired="true")
@@ -267,7 +295,7 @@ def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
 
 
 def located_from(
-    graph: GraphService,
+    graph: Graph,
     source: dict,
     place: str,
     valid_from: dt.datetime,
@@ -276,7 +304,7 @@ def located_from(
     predecessor: str | None = None,
 ) -> None:
     """`source` read as saying Alice is located in `place`, from `valid_from`."""
-    graph.record_extraction(
+    graph.records.record_extraction(
         source,
         [{"name": "Alice", "kind": "person"}, {"name": place, "kind": "place"}],
         [
@@ -299,12 +327,12 @@ def link_kinds(row: dict) -> list[str]:
 
 
 def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confirm(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     berlin = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, berlin, "Berlin")
     moved_at = clock.advance(2)
-    graph.close_facts_of(berlin["id"], moved_at)
+    graph.records.close_facts_of(berlin["id"], moved_at)
     # Another drawer (no lineage between them) states where Alice is from the day she moved.
     paris = drawer(palace, ctx, "Alice is based in Paris.")
     located_from(graph, paris, "Paris", moved_at)
@@ -327,7 +355,7 @@ def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confi
 
 
 def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     # A file said Berlin; it was edited on day 1 (its `occurred_at`) and mined again on day 2,
     # which closed the old drawer's facts then: the two revisions' facts overlap on day 1.
@@ -335,10 +363,10 @@ def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them
     located(graph, old, "Berlin")
     edited_at = T0 + dt.timedelta(days=1)
     remined_at = clock.advance(2)
-    graph.close_facts_of(old["id"], remined_at)
+    graph.records.close_facts_of(old["id"], remined_at)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     located_from(graph, new, "Paris", edited_at, predecessor=old["id"])
-    assert graph.link_successor_facts(old["id"], new["id"]) == 1
+    assert graph.records.link_successor_facts(old["id"], new["id"]) == 1
     alice = entity_id(graph, "Alice", "person")
     every = {r["provenance"]["drawer"]: r for r in rels(graph, ctx, alice, include_expired="1")}
     assert link_kinds(every[old["id"]]) == ["supersedes"]
@@ -364,12 +392,12 @@ def checkpoint_drawer(palace: PalaceService, ctx: RequestContext, text: str) -> 
 
 
 def test_checkpoint_add_supersede_invalidate_link(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock, store: Store
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock, store: Store
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "The backend is deployed on Fly.")
     fact = {"op": "add", "subject": "backend", "predicate": " Deployed_On ", "object": "Fly"}
-    added = graph.apply_fact(evidence, fact, "http")
-    assert graph.apply_fact(evidence, fact, "http") == added  # a replay adds nothing
+    added = graph.facts.apply_fact(evidence, fact, "http")
+    assert graph.facts.apply_fact(evidence, fact, "http") == added  # a replay adds nothing
     assert len(store.one("SELECT * FROM relates_to")) == 1
     backend = entity_id(graph, "backend")
     [row] = rels(graph, ctx, backend)
@@ -382,7 +410,7 @@ def test_checkpoint_add_supersede_invalidate_link(
 
     t_supersede = clock.advance(1)
     correction = checkpoint_drawer(palace, ctx, "The backend moved to Hetzner.")
-    superseded = graph.apply_fact(
+    superseded = graph.facts.apply_fact(
         correction,
         {
             "op": "supersede",
@@ -395,7 +423,7 @@ def test_checkpoint_add_supersede_invalidate_link(
     )
     clock.advance(1)
     assert (
-        graph.apply_fact(
+        graph.facts.apply_fact(
             correction,
             {"op": "supersede", "relationship_id": added["relationship"], "to": "Hetzner"},
             "http",
@@ -409,7 +437,7 @@ def test_checkpoint_add_supersede_invalidate_link(
         "deployed_on",
         t_supersede,
     )
-    history = graph.history(ctx, added["relationship"])
+    history = graph.reads.history(ctx, added["relationship"])
     assert [(a["id"], a["lifecycle"]["state"]) for a in history["assertions"]] == [
         (added["relationship"], "superseded"),
         (superseded["relationship"], "current"),
@@ -425,8 +453,10 @@ def test_checkpoint_add_supersede_invalidate_link(
         t_supersede,
     )
     # The same history from the successor; and at a past instant, the old state.
-    assert graph.history(ctx, superseded["relationship"])["assertions"] == history["assertions"]
-    past = graph.history(
+    assert (
+        graph.reads.history(ctx, superseded["relationship"])["assertions"] == history["assertions"]
+    )
+    past = graph.reads.history(
         ctx, added["relationship"], as_of=(T0 + dt.timedelta(hours=12)).isoformat()
     )
     assert [(a["id"], a["lifecycle"]["state"]) for a in past["assertions"]] == [
@@ -435,11 +465,11 @@ def test_checkpoint_add_supersede_invalidate_link(
 
     t_invalidate = clock.advance(1)
     retraction = checkpoint_drawer(palace, ctx, "We no longer deploy the backend anywhere.")
-    graph.apply_fact(
+    graph.facts.apply_fact(
         retraction, {"op": "invalidate", "relationship_id": superseded["relationship"]}, "http"
     )
     assert rels(graph, ctx, backend) == []
-    [*_, last] = graph.history(ctx, added["relationship"])["assertions"]
+    [*_, last] = graph.reads.history(ctx, added["relationship"])["assertions"]
     assert (last["lifecycle"]["state"], last["valid_to"]) == ("invalidated", t_invalidate)
     invalidates = [x for x in last["lifecycle"]["links"] if x["kind"] == "invalidates"]
     assert [(x["reason"], x["evidence"]) for x in invalidates] == [
@@ -448,16 +478,16 @@ def test_checkpoint_add_supersede_invalidate_link(
 
 
 def test_checkpoint_link_makes_an_explicit_conflict(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     one = checkpoint_drawer(palace, ctx, "Standups are at nine.")
     two = checkpoint_drawer(palace, ctx, "Standups are at ten.")
-    a = graph.apply_fact(
+    a = graph.facts.apply_fact(
         one,
         {"op": "add", "subject": "standup", "predicate": "at", "object": "nine", "confidence": 0.4},
         "http",
     )["relationship"]
-    b = graph.apply_fact(
+    b = graph.facts.apply_fact(
         two,
         {"op": "add", "subject": "standup", "predicate": "at", "object": "ten", "confidence": 0.7},
         "http",
@@ -466,7 +496,7 @@ def test_checkpoint_link_makes_an_explicit_conflict(
     assert {r["lifecycle"]["state"] for r in rels(graph, ctx, standup)} == {"current"}
     linked_at = clock.advance(1)
     third = checkpoint_drawer(palace, ctx, "These disagree.")
-    graph.apply_fact(
+    graph.facts.apply_fact(
         third,
         {
             "op": "link",
@@ -523,11 +553,11 @@ def test_checkpoint_link_makes_an_explicit_conflict(
     ],
 )
 def test_bad_facts_fail(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, fact: dict, error: type
+    graph: Graph, palace: PalaceService, ctx: RequestContext, fact: dict, error: type
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "evidence")
     with pytest.raises(error) as refused:
-        graph.apply_fact(evidence, fact, "http")
+        graph.facts.apply_fact(evidence, fact, "http")
     if error is RelationshipNotFound:
         assert refused.value.code == "memcastle::graph::relationship_not_found"
         assert refused.value.status == 404
@@ -547,11 +577,11 @@ def test_fact_labels_checked_at_submission() -> None:
 
 
 def test_entities_can_be_named_by_id_or_by_name_and_kind(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: PalaceService, ctx: RequestContext
 ) -> None:
-    alice = graph.resolve("Alice", "person").entity["id"]
+    alice = graph.entities.resolve("Alice", "person").entity["id"]
     evidence = checkpoint_drawer(palace, ctx, "Alice owns the roadmap.")
-    added = graph.apply_fact(
+    added = graph.facts.apply_fact(
         evidence,
         {
             "op": "add",
@@ -563,67 +593,77 @@ def test_entities_can_be_named_by_id_or_by_name_and_kind(
     )
     [row] = rels(graph, ctx, alice)
     assert row["id"] == added["relationship"]
-    assert graph.show_entity(ctx, row["to"])["kind"] == "concept"
+    assert graph.reads.show_entity(ctx, row["to"])["kind"] == "concept"
+
+
+def test_an_entity_by_id(graph: Graph) -> None:
+    alice = graph.entities.resolve("Alice", "person").entity
+    assert graph.entities.entity(alice["id"])["name"] == "Alice"
+    assert graph.entities.find(alice["id"].upper()) == graph.entities.entity(alice["id"])
+    missing = "00000000-0000-4000-8000-000000000000"
+    assert graph.entities.find(missing) is None
+    with pytest.raises(EntityNotFound):
+        graph.entities.entity(missing)
+    with pytest.raises(InputInvalid):
+        graph.entities.entity("not-an-id")
 
 
 def test_reads_refuse_disabled_and_writes_refuse_read_only(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: PalaceService, ctx: RequestContext
 ) -> None:
-    alice = graph.resolve("Alice", "person").entity["id"]
+    alice = graph.entities.resolve("Alice", "person").entity["id"]
     disabled = RequestContext.build(mode="disabled")
     read_only = RequestContext.build(mode="read_only")
     for read in (
-        lambda c: graph.list_entities(c),
-        lambda c: graph.show_entity(c, alice),
-        lambda c: graph.relationships(c, alice),
-        lambda c: graph.mentions(c, alice),
-        lambda c: graph.candidates(c, alice),
-        lambda c: graph.overview(c),
+        lambda c: graph.reads.list_entities(c),
+        lambda c: graph.reads.show_entity(c, alice),
+        lambda c: graph.reads.relationships(c, alice),
+        lambda c: graph.reads.mentions(c, alice),
+        lambda c: graph.reads.candidates(c, alice),
+        lambda c: graph.reads.overview(c),
     ):
         read(read_only)
         with pytest.raises(ModeForbidden):
             read(disabled)
     source = drawer(palace, ctx, "Alice")
     with pytest.raises(ModeForbidden):
-        graph.mention(read_only, source["id"], {"name": "Alice", "kind": "person"})
+        graph.entities.mention(read_only, source["id"], {"name": "Alice", "kind": "person"})
     with pytest.raises(ModeForbidden):
-        graph.add_alias(read_only, alice, {"alias": "Ally"})
+        graph.entities.add_alias(read_only, alice, {"alias": "Ally"})
 
 
-def test_mention_route_semantics(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_mention_route_semantics(graph: Graph, palace: PalaceService, ctx: RequestContext) -> None:
     source = drawer(palace, ctx, "Node.js and NodeJS are one.")
-    first = graph.mention(ctx, source["id"], {"name": "Node.js", "kind": "Tool"})
+    first = graph.entities.mention(ctx, source["id"], {"name": "Node.js", "kind": "Tool"})
     assert first["created"] and first["observation"]["rule"] == "new"
-    second = graph.mention(ctx, source["id"], {"name": "NodeJS", "kind": "tool"})
+    second = graph.entities.mention(ctx, source["id"], {"name": "NodeJS", "kind": "tool"})
     assert not second["created"]
     assert second["entity"]["id"] == first["entity"]["id"]
     with pytest.raises(DrawerNotFound):
-        graph.mention(ctx, "00000000-0000-4000-8000-000000000000", {"name": "x", "kind": "y"})
+        graph.entities.mention(
+            ctx, "00000000-0000-4000-8000-000000000000", {"name": "x", "kind": "y"}
+        )
     with pytest.raises(EmptyLabel):
-        graph.mention(ctx, source["id"], {"name": "x", "kind": " "})
+        graph.entities.mention(ctx, source["id"], {"name": "x", "kind": " "})
     with pytest.raises(InputInvalid):
-        graph.mention(ctx, source["id"], {"name": "x", "kind": "y", "extra": 1})
+        graph.entities.mention(ctx, source["id"], {"name": "x", "kind": "y", "extra": 1})
 
 
-def test_as_of_and_include_expired_cannot_be_combined(
-    graph: GraphService, ctx: RequestContext
-) -> None:
-    alice = graph.resolve("Alice", "person").entity["id"]
+def test_as_of_and_include_expired_cannot_be_combined(graph: Graph, ctx: RequestContext) -> None:
+    alice = graph.entities.resolve("Alice", "person").entity["id"]
     with pytest.raises(InputInvalid) as refused:
-        graph.relationships(ctx, alice, include_expired="true", as_of="2026-01-01")
+        graph.reads.relationships(ctx, alice, include_expired="true", as_of="2026-01-01")
     assert "as_of" in refused.value.message and "include_expired" in refused.value.message
     with pytest.raises(EntityNotFound):
-        graph.relationships(ctx, "00000000-0000-4000-8000-000000000000")
+        graph.reads.relationships(ctx, "00000000-0000-4000-8000-000000000000")
 
 
 def test_neighbourhood_and_overview(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: PalaceService, ctx: RequestContext
 ) -> None:
     source = drawer(palace, ctx, "chain")
     names = ["Aaaa", "Bbbb", "Cccc", "Dddd", "Eeee"]
-    graph.record_extraction(
+    graph.records.record_extraction(
         source,
         [{"name": n, "kind": "concept"} for n in names],
         [
@@ -636,13 +676,13 @@ def test_neighbourhood_and_overview(
     )
     start = entity_id(graph, "Aaaa", "concept")
     for depth, reached in ((1, 2), (2, 3), (3, 4)):
-        answer = graph.overview(ctx, entity=start, depth=str(depth))
+        answer = graph.reads.overview(ctx, entity=start, depth=str(depth))
         assert len(answer["entities"]) == reached
         assert len(answer["relationships"]) == reached - 1
         assert answer["entities"][0]["distance"] == 0
     with pytest.raises(InputInvalid):
-        graph.overview(ctx, entity=start, depth="4")
-    overview = graph.overview(ctx)
+        graph.reads.overview(ctx, entity=start, depth="4")
+    overview = graph.reads.overview(ctx)
     assert overview["counts"] == {
         "entities": 5,
         "relationships": 4,
@@ -657,15 +697,13 @@ def test_graph_writes_are_announced_by_entity_id_only(
 ) -> None:
     import asyncio
 
-    from kernel.events import EventBus
-
     events = EventBus()
-    graph = GraphService(GraphRepository(store), events, clock=clock)
+    graph = build_graph(store, clock, events)
     evidence = drawer(palace, ctx, "The api is written in Go.")
 
     async def run() -> list[dict[str, Any]]:
         subscription = events.subscribe()
-        graph.apply_fact(
+        graph.facts.apply_fact(
             evidence,
             {"op": "add", "subject": "api", "predicate": "written_in", "object": "go"},
             "http",
@@ -687,20 +725,20 @@ def test_graph_writes_are_announced_by_entity_id_only(
 
 
 def test_linking_a_successor_announces_the_entities_of_both_facts(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
 ) -> None:
     import asyncio
 
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
     closed_at = clock.advance(1)
-    graph.close_facts_of(old["id"], closed_at)
+    graph.records.close_facts_of(old["id"], closed_at)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     located_from(graph, new, "Paris", closed_at, predecessor=old["id"])
 
     async def run() -> list[dict[str, Any]]:
         subscription = graph.events.subscribe()
-        graph.link_successor_facts(old["id"], new["id"])
+        graph.records.link_successor_facts(old["id"], new["id"])
         seen = []
         while (event := await subscription.next(0.01)) is not None:
             seen.append(dict(event.data))

@@ -556,7 +556,9 @@ def _fresh_answers(palace: SearchPalace) -> dict[str, Any]:
     reference.open()
     current, palace.indexes = palace.indexes, reference
     service = palace.service
-    palace.service = SearchService(palace.palace, reference, palace.embeddings, clock=palace.clock)
+    palace.service = SearchService(
+        palace.palace, reference, palace.embeddings, palace.graph, clock=palace.clock
+    )
     try:
         return answers(palace)
     finally:
@@ -678,7 +680,9 @@ def test_a_large_rebuild_runs_while_the_daemon_serves(
     before = answers(filled)
     indexes, held = _rebuilding(filled, monkeypatch)
     filled.indexes = indexes
-    filled.service = SearchService(filled.palace, indexes, filled.embeddings, clock=filled.clock)
+    filled.service = SearchService(
+        filled.palace, indexes, filled.embeddings, filled.graph, clock=filled.clock
+    )
     assert indexes.ready is False
     total = filled.palace.repository.drawer_total()
     assert indexes.status() == {"state": "rebuilding", "drawers_read": 0, "of": total}
@@ -744,7 +748,9 @@ def _started_large(filled: SearchPalace, monkeypatch: pytest.MonkeyPatch) -> Sea
     monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
     indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
     filled.indexes = indexes
-    filled.service = SearchService(filled.palace, indexes, filled.embeddings, clock=filled.clock)
+    filled.service = SearchService(
+        filled.palace, indexes, filled.embeddings, filled.graph, clock=filled.clock
+    )
     return indexes
 
 

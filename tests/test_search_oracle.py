@@ -598,7 +598,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         patch.setattr(search_indexes, "REBUILD_MARGIN_MS", 0)
         rebuilt_indexes = SearchIndexes(palace.store, root / "rebuilt", palace.indexed_profiles)
         rebuilt_indexes.open()
-    rebuilt = SearchService(palace.palace, rebuilt_indexes, palace.embeddings, clock=palace.clock)
+    rebuilt = SearchService(
+        palace.palace, rebuilt_indexes, palace.embeddings, palace.graph, clock=palace.clock
+    )
     try:
         yield World(generated, Oracle(palace), palace.service, rebuilt)
     finally:

@@ -23,7 +23,7 @@ import numpy as np
 
 from kernel.errors import EmbedFailed
 from kernel.profiles import INPUT_CHARS, Profile
-from kernel.providers import run_json
+from kernel.providers import post_json, run_json
 
 logger = logging.getLogger(__name__)
 
@@ -131,45 +131,28 @@ class HttpProvider(BatchProvider):
         return f"the embedding endpoint of profile {self.profile.name!r}"
 
     def _call(self, texts: list[str]) -> Any:
-        import httpx
-
         body: dict[str, Any] = {"input": texts, "dimensions": self.profile.dimensions}
         if self.profile.model is not None:
             body["model"] = self.profile.model
-        headers = {"Content-Type": "application/json"}
-        if self.profile.api_key:
-            headers["Authorization"] = f"Bearer {self.profile.api_key}"
-        try:
-            response = httpx.post(
-                f"{self.profile.url}/embeddings",
-                json=body,
-                headers=headers,
-                timeout=self.profile.timeout_secs,
-            )
-        except httpx.TimeoutException:
-            raise EmbedFailed(
-                f"{self._what()} did not answer within {self.profile.timeout_secs:g} s"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise EmbedFailed(
-                f"{self._what()} could not be reached ({type(exc).__name__})"
-            ) from None
-        if response.status_code != 200:
-            # Only the status: an error body may quote the request or the key.
-            raise EmbedFailed(
-                f"{self._what()} answered HTTP {response.status_code} {response.reason_phrase}"
-            )
-        try:
-            data = response.json()["data"]
-            if not isinstance(data, list):
-                raise TypeError("data is not a list")
-            ordered = sorted(data, key=lambda item: item.get("index", 0))
-            return [item["embedding"] for item in ordered]
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise EmbedFailed(
-                f'{self._what()} answered without an OpenAI-style {{"data": [{{"embedding": '
-                "[...]}]} body"
-            ) from None
+        return post_json(
+            f"{self.profile.url}/embeddings",
+            body,
+            api_key=self.profile.api_key,
+            timeout=self.profile.timeout_secs,
+            what=self._what(),
+            failure=EmbedFailed,
+            read=_embeddings,
+            expected='{"data": [{"embedding": [...]}]} body',
+        )
+
+
+def _embeddings(answer: Any) -> list[Any]:
+    """The vectors of an OpenAI-style answer, put back in input order by their `index`."""
+    data = answer["data"]
+    if not isinstance(data, list):
+        raise TypeError("data is not a list")
+    ordered = sorted(data, key=lambda item: item.get("index", 0))
+    return [item["embedding"] for item in ordered]
 
 
 def for_profile(profile: Profile) -> Provider:

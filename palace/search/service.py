@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from graph import expansion
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
-from palace.search import lexical
+from palace.search import expansion, lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
 from palace.services import PalaceService, drawer_view
 
 if TYPE_CHECKING:
+    from graph.reads import GraphReads
     from kernel.profiles import Profile
     from palace.embeddings.service import EmbeddingService
 
@@ -46,11 +46,13 @@ class SearchService:
         palace: PalaceService,
         indexes: SearchIndexes,
         embeddings: EmbeddingService,
+        graph: GraphReads,
         clock: Callable[[], Any] = utc_now,
     ) -> None:
         self.palace = palace
         self.indexes = indexes
         self.embeddings = embeddings
+        self.graph = graph
         self.clock = clock
 
     def search(self, ctx: RequestContext, query: SearchQuery, *, recall: bool = False) -> dict:
@@ -78,9 +80,7 @@ class SearchService:
         hits = self._hits(ranked[: query.limit])
         if query.expand and hits:
             # Related drawers follow the direct hits, which stay as they are (search.md 4).
-            hits += expansion.related_hits(
-                self.palace.repository, self.indexes, scope, hits, query.limit
-            )
+            hits += self._related(scope, hits, query.limit)
         return {
             "query": query.text,
             "ranking": ranking,
@@ -184,6 +184,21 @@ class SearchService:
         hits = [(ids[row], score) for row, score in index.search(vector, in_scope, limit)]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:limit]
+
+    def _related(
+        self, scope: Scope, direct: list[dict[str, Any]], limit: int
+    ) -> list[dict[str, Any]]:
+        """The hits expansion appends after `direct`: each the stored drawer verbatim with
+        `score` and `signals.graph` (its graph signal) and `via` (the connecting entities'
+        names)."""
+        with self.indexes.lock:
+            in_scope = expansion.in_catalog(self.indexes.catalog, scope)
+        related = expansion.expand(
+            self.graph, [hit["id"] for hit in direct], in_scope, scope.window, limit
+        )
+        via = {item.drawer_id: list(item.via) for item in related}
+        hits = self._hits([(item.drawer_id, item.graph, {"graph": item.graph}) for item in related])
+        return [{**hit, "via": via[hit["id"]]} for hit in hits]
 
     def _hits(self, ranked: list[tuple[str, float, dict[str, float]]]) -> list[dict[str, Any]]:
         drawers = self.palace.repository.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)

@@ -15,8 +15,9 @@ then by the rank of the best seed it connects to, then by drawer id. `via` names
 entities, sorted: the drawer's own entities that connect it and, for a hop, the seeds' entities
 at the other end.
 
-The graph is read by record id through the graph edges (never a table scan), in two queries per
-search: the seeds' entities, the relationships of those entities held in the period and the
+The search service drives it; the graph is read through the graph's reads (`GraphReads`), by
+record id through the graph edges (never a table scan), in two queries per search: the seeds'
+entities, the relationships of those entities held in the period and the
 drawers that mention the seeds' entities; then the drawers that mention the entities one hop
 away. Only the best `HOP_ENTITIES_PER_RESULT` times `limit` of those have their drawers read (by
 the hop's weight, then the rank of the seed, then the entity id, the order of the ranking): the
@@ -32,39 +33,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from surrealdb import RecordID
-
-from kernel.store import Store
-from palace.search.scope import OPEN, Scope
-from palace.services import drawer_view
+from graph.neighbourhood import DEFAULT_CONFIDENCE, Neighbourhood, Relationship
+from palace.search.scope import Scope
 
 if TYPE_CHECKING:
-    from palace.repository import PalaceRepository
+    from graph.reads import GraphReads
     from palace.search.catalog import Catalog
-    from palace.search.indexes import SearchIndexes
 
 SHARED_WEIGHT = 1.0
 """What an entity a related drawer shares with a seed adds to its graph signal."""
 HOP_WEIGHT = 0.5
 """What an entity one relationship hop away adds, times the relationship's confidence."""
-DEFAULT_CONFIDENCE = 1.0
-"""The confidence of a relationship that records none."""
 HOP_ENTITIES_PER_RESULT = 3
 """How many entities one hop away have their drawers read, per related drawer asked for."""
-
-
-@dataclass(frozen=True)
-class Relationship:
-    """One `relates_to` assertion as expansion needs it: its ends and when it held, in
-    nanoseconds since the epoch (`OPEN` when it has not ended)."""
-
-    subject: str
-    object: str
-    valid_from: int
-    valid_to: int
-    confidence: float = DEFAULT_CONFIDENCE
 
 
 @dataclass(frozen=True)
@@ -86,7 +69,9 @@ def held(relationship: Relationship, window: tuple[int, int] | None) -> bool:
     if window is None:
         return True
     start, end = window
-    return relationship.valid_from < end and relationship.valid_to > start
+    return relationship.valid_from < end and (
+        relationship.valid_to is None or relationship.valid_to > start
+    )
 
 
 Hops = dict[str, tuple[float, int, set[str]]]
@@ -174,115 +159,38 @@ def rank_related(
 
 # Reading the graph ---------------------------------------------------------------------------
 
-# A relationship held at some instant of [$start, $end) (nanoseconds), the drawers' rule.
-_HELD = (
-    "time::nano(valid_from) < $end "
-    "AND (valid_to = NONE OR valid_to = NULL OR time::nano(valid_to) > $start)"
-)
-# The seeds' entities, the relationships of those held in the period (either direction), and
-# the drawers mentioning the seeds' entities. Only keys and numbers come back: decoding record
-# ids and datetimes costs more than the engine's work here.
-_NEIGHBOURHOOD = """
-LET $rows = SELECT id, ->mentions->entity AS entities FROM $seeds;
-LET $shared = array::distinct(array::flatten($rows.entities));
-LET $held = SELECT in, out, confidence, time::nano(valid_from) AS since,
-        (IF valid_to THEN time::nano(valid_to) ELSE NONE END) AS until
-    FROM array::distinct(array::flatten(
-        (SELECT VALUE array::concat(->relates_to, <-relates_to) FROM $shared)))
-    WHERE {held};
-RETURN {{
-    seeds: $rows.map(|$r| [record::id($r.id), $r.entities.map(|$e| record::id($e))]),
-    relationships: $held.map(
-        |$r| [record::id($r.in), record::id($r.out), $r.confidence, $r.since, $r.until]),
-    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
-        FROM $shared)
-}};
-"""
-# The drawers mentioning the hops read, and the entities of the drawers that share an entity
-# with a seed (to credit them with the hops left unread).
-_AROUND = """
-RETURN {
-    drawers: (SELECT VALUE [record::id(id), (<-mentions<-drawer).map(|$d| record::id($d))]
-        FROM $entities),
-    entities: (SELECT VALUE [record::id(id), (->mentions->entity).map(|$e| record::id($e))]
-        FROM $drawers)
-};
-"""
-
-
-@dataclass(frozen=True)
-class Neighbourhood:
-    """What expansion reads of the graph around the seeds."""
-
-    seed_entities: dict[str, list[str]]
-    relationships: list[Relationship]
-    mentioned_by: dict[str, list[str]]
-
 
 def neighbourhood(
-    store: Store, seeds: Sequence[str], window: tuple[int, int] | None, limit: int
+    graph: GraphReads, seeds: Sequence[str], window: tuple[int, int] | None, limit: int
 ) -> Neighbourhood:
     """The seeds' entities, the relationships of those held in `window` (None: ever), and the
     drawers that mention each of the seeds' entities and of the best `HOP_ENTITIES_PER_RESULT`
     times `limit` entities one hop away (`best_hops`), in two queries. A hop left unread is
     listed with the drawers sharing an entity with a seed that mention it."""
-    sql = _NEIGHBOURHOOD.format(held="true" if window is None else _HELD)
-    variables: dict[str, Any] = {"seeds": [RecordID("drawer", seed) for seed in seeds]}
-    if window is not None:
-        variables["start"], variables["end"] = window
-    answer = store.one(sql, variables)
-    seed_entities = {str(seed): _keys(entities) for seed, entities in answer["seeds"]}
-    relationships = [
-        Relationship(
-            subject=str(subject),
-            object=str(obj),
-            valid_from=int(since),
-            valid_to=OPEN if until is None else int(until),
-            confidence=DEFAULT_CONFIDENCE if confidence is None else float(confidence),
-        )
-        for subject, obj, confidence, since, until in answer["relationships"]
-    ]
-    mentioned_by = {str(entity): _keys(drawers) for entity, drawers in answer["drawers"]}
-    _, hopped = reach(seeds, seed_entities, relationships, window)
+    found = graph.neighbourhood(seeds, window)
+    _, hopped = reach(seeds, found.seed_entities, found.relationships, window)
     hops = best_hops(hopped, HOP_ENTITIES_PER_RESULT * limit)
     if not hops:
-        return Neighbourhood(seed_entities, relationships, mentioned_by)
+        return found
     unread = set(hopped) - set(hops)
     sharing = (
-        sorted({drawer for drawers in mentioned_by.values() for drawer in drawers} - set(seeds))
+        sorted(
+            {drawer for drawers in found.mentioned_by.values() for drawer in drawers} - set(seeds)
+        )
         if unread
         else []
     )
-    around = store.one(
-        _AROUND,
-        {
-            "entities": [RecordID("entity", entity) for entity in hops],
-            "drawers": [RecordID("drawer", drawer) for drawer in sharing],
-        },
-    )
-    mentioned_by.update({str(entity): _keys(drawers) for entity, drawers in around["drawers"]})
-    for drawer, entities in around["entities"]:
-        for entity in _keys(entities):
+    hop_drawers, sharing_entities = graph.mentions_around(hops, sharing)
+    mentioned_by = {**found.mentioned_by, **hop_drawers}
+    for drawer, entities in sharing_entities.items():
+        for entity in entities:
             if entity in unread:
-                mentioned_by.setdefault(entity, []).append(str(drawer))
-    return Neighbourhood(seed_entities, relationships, mentioned_by)
-
-
-def _keys(values: Any) -> list[str]:
-    return [str(value) for value in values or () if value is not None]
-
-
-def entity_names(store: Store, entities: Iterable[str]) -> dict[str, str]:
-    """Each entity's name."""
-    ids = [RecordID("entity", entity) for entity in sorted(set(entities))]
-    if not ids:
-        return {}
-    rows = store.one("SELECT VALUE [record::id(id), name] FROM $ids", {"ids": ids})
-    return {str(key): str(name) for key, name in rows if name is not None}
+                mentioned_by.setdefault(entity, []).append(drawer)
+    return Neighbourhood(found.seed_entities, found.relationships, mentioned_by)
 
 
 def expand(
-    store: Store,
+    graph: GraphReads,
     seeds: Sequence[str],
     in_scope: Callable[[str], bool],
     window: tuple[int, int] | None,
@@ -293,7 +201,7 @@ def expand(
     `via` holds entity names."""
     if not seeds or limit <= 0:
         return []
-    found = neighbourhood(store, seeds, window, limit)
+    found = neighbourhood(graph, seeds, window, limit)
     related = rank_related(
         seeds,
         found.seed_entities,
@@ -303,7 +211,7 @@ def expand(
         window,
         limit,
     )
-    names = entity_names(store, {entity for item in related for entity in item.via})
+    names = graph.entity_names({entity for item in related for entity in item.via})
     return [
         Related(
             item.drawer_id,
@@ -330,34 +238,3 @@ def in_catalog(catalog: Catalog, scope: Scope) -> Callable[[str], bool]:
         return row is not None and row < len(mask) and bool(mask[row])
 
     return passes
-
-
-def related_hits(
-    repository: PalaceRepository,
-    indexes: SearchIndexes,
-    scope: Scope,
-    direct: Sequence[Mapping[str, Any]],
-    limit: int,
-) -> list[dict[str, Any]]:
-    """The hits expansion appends after `direct`: each the stored drawer verbatim with `score`
-    and `signals.graph` (its graph signal) and `via` (the connecting entities' names)."""
-    if not direct:
-        return []
-    with indexes.lock:
-        in_scope = in_catalog(indexes.catalog, scope)
-    related = expand(repository.store, [hit["id"] for hit in direct], in_scope, scope.window, limit)
-    drawers = repository.drawers_by_ids(item.drawer_id for item in related)
-    hits = []
-    for item in related:
-        drawer = drawers.get(item.drawer_id)
-        if drawer is None:
-            continue  # deleted since the graph was read
-        hits.append(
-            {
-                **drawer_view(drawer),
-                "score": item.graph,
-                "signals": {"graph": item.graph},
-                "via": list(item.via),
-            }
-        )
-    return hits
