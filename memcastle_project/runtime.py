@@ -15,7 +15,7 @@ from jobs import kinds
 from jobs.worker import JobWorker
 from kernel.config import Config
 from kernel.errors import MemCastleError
-from kernel.store import Store
+from kernel.store import MigrationState, Store
 from memcastle_project.composition import Services, compose
 
 logger = logging.getLogger(__name__)
@@ -99,6 +99,17 @@ class Runtime:
                 help="set MEMCASTLE_AUTH_TOKEN (16+ characters) or auth.token, or start once "
                 "with auth disabled and generate one with POST /api/auth/token",
             )
+
+
+def migrations(config: Config, *, apply: bool) -> MigrationState:
+    """`memcastle migrate`: the palace's schema migrations, applied first with `apply`. The
+    store is opened here, so this fails while a daemon holds an embedded palace."""
+    store = Store.from_config(config)
+    store.open()
+    try:
+        return store.migrate() if apply else store.migration_state()
+    finally:
+        store.close()
 
 
 def _refuse_pending_migrations(store: Store) -> None:

@@ -1,6 +1,6 @@
 """`memcastle migrate`: apply or inspect the palace's schema migrations without a daemon.
 
-It opens the store directly, so it fails with `memcastle::store::backend_failed` while a daemon
+It opens the store itself, so it fails with `memcastle::store::backend_failed` while a daemon
 holds an embedded palace.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from kernel.store import Store
 from memcastle_project.cli import LocalCommand
+from memcastle_project.runtime import migrations
 
 
 class Command(LocalCommand):
@@ -26,15 +26,8 @@ class Command(LocalCommand):
         group.add_argument("--check", action="store_true", help="exit 1 when migrations pend")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        store = Store.from_config(self.config(options))
-        store.open()
-        try:
-            if options["status"] or options["check"]:
-                state = store.migration_state()
-            else:
-                state = store.migrate()
-        finally:
-            store.close()
+        reading = options["status"] or options["check"]
+        state = migrations(self.config(options), apply=not reading)
         self.stdout.write(json.dumps(state.as_dict()))
         if options["check"] and state.pending:
             sys.exit(1)
