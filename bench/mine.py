@@ -909,7 +909,7 @@ def mine_here(daemon: Any, directory: Path, phase: Phase) -> dict[str, Any]:
     ctx = RequestContext.build(requested_by=REQUESTED_BY)
     submitted = daemon.jobs.submit(ctx, {"type": "mine", "path": str(directory), **phase.body})
     daemon.executor.execute(submitted["id"])
-    row = daemon.executor.repository.get(submitted["id"])
+    row = daemon.jobs.record(submitted["id"])
     if row is None or row["status"] != "completed":
         raise RuntimeError(f"in-process mine job ended {row and row['status']}")
     return row

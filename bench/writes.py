@@ -910,7 +910,7 @@ def profile_in_process(
                 )
                 # Checked once timed, so that the check is not in the figures.
                 for job_id in ids:
-                    row = daemon.executor.repository.get(job_id)
+                    row = daemon.jobs.record(job_id)
                     if row is None or row["status"] != "completed":
                         raise RuntimeError(
                             f"in-process checkpoint job ended {row and row['status']}"

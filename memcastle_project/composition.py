@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from graph.repository import GraphRepository
 from graph.services import GraphService
 from jobs.executor import Executor
+from jobs.repository import JobRepository
 from jobs.services import JobService
 from kernel.config import Config
 from kernel.events import EventBus
@@ -59,8 +60,11 @@ class Services:
 def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     """The services of a daemon listening on `bind_addr` (empty for a standalone worker)."""
     events = EventBus()
-    executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
-    jobs = JobService(executor)
+    job_repository = JobRepository(store)
+    executor = Executor(
+        job_repository, events, config.jobs, exclusive_store=store.mode == "embedded"
+    )
+    jobs = JobService(job_repository, executor)
     palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
     embeddings = EmbeddingService(store, config.embeddings)
     indexes = SearchIndexes(

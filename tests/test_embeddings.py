@@ -824,7 +824,7 @@ def content_of(daemon: Services, drawer_id: str) -> str:
 def run_embed(daemon: Services, **params: Any) -> dict[str, Any]:
     job = daemon.jobs.submit(CTX, {"type": "embed", **params})
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row is not None
     return row
 
@@ -977,7 +977,7 @@ def test_a_paused_embed_job_resumes_without_embedding_twice(
 
     recording.during = pause_during_the_second_batch
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row["status"] == "paused"
     assert row["checkpoint"] == {"embedded": 6, "profile": "stub"}
     assert row["progress"] == {"current": 6, "total": 8, "message": "drawer 6 of 8"}
@@ -985,7 +985,7 @@ def test_a_paused_embed_job_resumes_without_embedding_twice(
     recording.during = None
     daemon.jobs.control("resume", job["id"])
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row["status"] == "completed"
     assert row["result"] == {"embedded": 8, "profile": "stub"}
     assert row["progress"]["current"] == row["progress"]["total"] == 8
@@ -997,7 +997,7 @@ def test_a_cancelled_embed_job_keeps_what_it_stored(daemon: Services, recording:
     job = daemon.jobs.submit(CTX, {"type": "embed"})
     recording.during = lambda call: call == 1 and daemon.jobs.control("cancel", job["id"])
     daemon.executor.execute(job["id"])
-    assert daemon.executor.repository.get(job["id"])["status"] == "cancelled"
+    assert daemon.jobs.record(job["id"])["status"] == "cancelled"
     assert len(daemon.embeddings.repository.embedded("stub")) == 3
 
 
