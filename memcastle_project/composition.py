@@ -19,6 +19,7 @@ from kernel.config import Config
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
+from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
 from palace.embeddings.service import EmbeddingService
 from palace.journal import JournalService
@@ -78,7 +79,9 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         events=events,
         executor=executor,
         jobs=jobs,
-        tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
+        tokens=TokenService(
+            TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
+        ),
         palace=palace,
         journal=JournalService(palace),
         embeddings=embeddings,
