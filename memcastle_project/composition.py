@@ -29,6 +29,7 @@ from palace.search.indexes import SearchIndexes
 from palace.search.service import SearchService
 from palace.services import PalaceService
 from sources.configured import ConfiguredSection
+from sources.repository import SourceRepository
 from sources.services import SourceService
 
 
@@ -88,7 +89,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         indexes=indexes,
         search=SearchService(palace, indexes, embeddings),
         graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
-        sources=SourceService(store, config.mining),
+        sources=SourceService(SourceRepository(store), config.mining),
         maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.
         miners=ConfiguredSection("miner"),

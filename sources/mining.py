@@ -183,8 +183,8 @@ class Pipeline:
         services = job.services
         self.job = job
         self.palace = services.palace
+        self.sources = services.sources
         self.config = services.sources.config
-        self.repository = services.sources.repository
         self.ctx = RequestContext.build(requested_by=job.requested_by)
         params = job.params
         self.adapter = _adapter(self.config, params.get("source", "directory"))
@@ -203,7 +203,7 @@ class Pipeline:
 
     def _run(self) -> dict[str, Any]:
         now = utc_now()
-        row = self.repository.ensure(
+        row = self.sources.ensure(
             {
                 "id": self.source_id,
                 "source": self.ref.source,
@@ -237,7 +237,7 @@ class Pipeline:
             self._file(batch, state, replaying=offset == 0 and replayed is not None)
             state["next_index"] += len(batch)
             state["cursor"] = batch[-1].cursor_after
-            self.repository.advance(self.source_id, state["cursor"], self.job.job_id, utc_now())
+            self.sources.advance(self.source_id, state["cursor"], self.job.job_id, utc_now())
             finished = offset + BATCH >= len(candidates)
             self.job.save(
                 state,
@@ -258,7 +258,7 @@ class Pipeline:
                 state["skipped"] += 1
             else:
                 raws.append(raw)
-        stored = self.repository.documents(self.source_id, [raw.external_id for raw in raws])
+        stored = self.sources.documents(self.source_id, [raw.external_id for raw in raws])
         documents = []
         for raw in raws:
             previous = stored.get(raw.external_id)
@@ -281,7 +281,7 @@ class Pipeline:
         self._revise_and_retire(documents, state)
         self._file_new(documents, state, replaying=replaying)
         now = utc_now()
-        self.repository.record_documents(
+        self.sources.record_documents(
             self.source_id, [self._document_row(document, now) for document in documents]
         )
 
