@@ -21,6 +21,7 @@ from kernel.store import Store
 from memcastle_project.auth import TokenService
 from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
+from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
 from palace.journal import JournalService
 from palace.maintenance import Maintenance
@@ -68,7 +69,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     )
     jobs = JobService(job_repository, executor)
     palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
-    embeddings = EmbeddingService(store, config.embeddings)
+    embeddings = EmbeddingService(EmbeddingRepository(store), config.embeddings)
     indexes = SearchIndexes(
         store,
         config.palace_path / "search",

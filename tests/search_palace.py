@@ -18,6 +18,7 @@ from kernel.config import EmbeddingsConfig
 from kernel.context import RequestContext
 from kernel.profiles import Profile, parse_profile
 from kernel.store import Store
+from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
 from palace.repository import PalaceRepository
 from palace.search.indexes import SearchIndexes
@@ -89,7 +90,7 @@ class SearchPalace:
         self.store.migrate()
         self.palace = PalaceService(PalaceRepository(self.store), clock=clock)
         self.embeddings = EmbeddingService(
-            self.store,
+            EmbeddingRepository(self.store),
             EmbeddingsConfig(
                 default_profile=None, profiles={profile.name: profile for profile in self.profiles}
             ),

@@ -26,6 +26,7 @@ import httpx
 import numpy as np
 import pytest
 
+from palace.embeddings.repository import EmbeddingRepository
 from palace.search import indexes as indexes_module
 from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION
@@ -221,7 +222,7 @@ def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(
         palace.attach(good["id"], unit(1, 0))
         palace.attach(foreign["id"], [1.0, 0.0, 0.0, 0.0], profile="other")
         # A row of the stand-in profile with 5 numbers, written past the service's check.
-        palace.embeddings.repository.put(
+        EmbeddingRepository(palace.store).put(
             [(short["id"], np.ones((1, 5), dtype=np.float32))],
             STANDIN,
             external_profile().provenance(),

@@ -71,7 +71,6 @@ def run(job: JobRun[EmbedServices]) -> dict[str, Any]:
 def _run(job: JobRun[EmbedServices]) -> dict[str, Any]:
     service = job.services.embeddings
     profile = service.embedding_profile()
-    repository = service.repository
     wing_id = None
     if job.params.get("wing") is not None:
         try:
@@ -85,17 +84,14 @@ def _run(job: JobRun[EmbedServices]) -> dict[str, Any]:
         # Restarted with another default profile: its count starts again.
         state = {"embedded": 0}
     state["profile"] = profile.name
-    done = repository.embedded(profile.name)
-    missing = repository.oldest_first(
-        drawer for drawer in repository.drawer_ids(wing_id) if drawer not in done
-    )
+    missing = service.missing(profile, wing_id)
     total = state["embedded"] + len(missing)
     if not missing:
         job.save(state, current=total, total=total, message="nothing left to embed", last=True)
     size = profile.batch_size
     for start in range(0, len(missing), size):
         batch = missing[start : start + size]
-        contents = repository.contents(batch)
+        contents = service.contents(batch)
         ids = [drawer for drawer in batch if drawer in contents]
         vectors = service.embed_documents(profile, [contents[drawer] for drawer in ids])
         written = service.store_vectors(profile, dict(zip(ids, vectors, strict=True)))
