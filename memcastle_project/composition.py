@@ -27,6 +27,7 @@ from palace.journal import JournalService
 from palace.maintenance import Maintenance
 from palace.repository import MaintenanceRepository, PalaceRepository
 from palace.search.indexes import SearchIndexes
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from palace.services import PalaceService
 from sources.configured import ConfiguredSection
@@ -71,7 +72,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
     embeddings = EmbeddingService(EmbeddingRepository(store), config.embeddings)
     indexes = SearchIndexes(
-        store,
+        SearchRepository(store),
         config.palace_path / "search",
         {name: profile.dimensions for name, profile in embeddings.profiles.items()},
     )

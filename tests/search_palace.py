@@ -23,6 +23,7 @@ from palace.embeddings.service import EmbeddingService
 from palace.repository import PalaceRepository
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery, from_body, from_options
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from palace.services import Filing, PalaceService
 
@@ -104,7 +105,7 @@ class SearchPalace:
         return self.root / "search"
 
     def _open_indexes(self) -> SearchIndexes:
-        indexes = SearchIndexes(self.store, self.directory, self.indexed_profiles)
+        indexes = SearchIndexes(SearchRepository(self.store), self.directory, self.indexed_profiles)
         indexes.open()
         return indexes
 

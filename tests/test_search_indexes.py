@@ -31,6 +31,7 @@ from palace.search import indexes as indexes_module
 from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION
 from palace.search.query import to_ns
+from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.service import SearchService
 from palace.services import Filing
@@ -553,7 +554,9 @@ def _place(palace: SearchPalace, drawer: dict[str, Any]) -> tuple[str, str]:
 
 def _fresh_answers(palace: SearchPalace) -> dict[str, Any]:
     """The answers of indexes rebuilt from nothing, in another directory: the reference."""
-    reference = SearchIndexes(palace.store, palace.root / "reference", palace.indexed_profiles)
+    reference = SearchIndexes(
+        SearchRepository(palace.store), palace.root / "reference", palace.indexed_profiles
+    )
     reference.open()
     current, palace.indexes = palace.indexes, reference
     service = palace.service
@@ -648,10 +651,10 @@ class HeldScan:
         self.release = threading.Event()
         scan = indexes._scan
 
-        def held(query: str, variables: dict[str, Any]) -> Iterator[Any]:
+        def held(read: Callable[[int, int], list[dict[str, Any]]]) -> Iterator[Any]:
             self.reached.set()
             assert self.release.wait(timeout=30)
-            yield from scan(query, variables)
+            yield from scan(read)
 
         monkeypatch.setattr(indexes, "_scan", held)
 
@@ -664,7 +667,9 @@ def _rebuilding(
     filled.close_indexes()
     shutil.rmtree(filled.directory)
     monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
-    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    indexes = SearchIndexes(
+        SearchRepository(filled.store), filled.directory, filled.indexed_profiles
+    )
     held = HeldScan(indexes, monkeypatch)
     indexes.start()
     assert held.reached.wait(timeout=30)
@@ -743,7 +748,9 @@ def _left_behind(filled: SearchPalace, tmp_path: Path) -> dict[str, Any]:
 def _started_large(filled: SearchPalace, monkeypatch: pytest.MonkeyPatch) -> SearchIndexes:
     """The indexes started as the daemon starts them, the palace counted as large."""
     monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
-    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    indexes = SearchIndexes(
+        SearchRepository(filled.store), filled.directory, filled.indexed_profiles
+    )
     filled.indexes = indexes
     filled.service = SearchService(filled.palace, indexes, filled.embeddings, clock=filled.clock)
     return indexes

@@ -42,6 +42,7 @@ from palace.search import indexes as search_indexes
 from palace.search.indexes import SearchIndexes
 from palace.search.lexical import terms
 from palace.search.query import from_body
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from palace.services import Filing
 from tests.search_palace import CTX, DIMENSIONS, STANDIN, Clock, SearchPalace, instant, rfc3339
@@ -596,7 +597,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # nothing writes here, and without it the rebuilt index holds exactly the store.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search_indexes, "REBUILD_MARGIN_MS", 0)
-        rebuilt_indexes = SearchIndexes(palace.store, root / "rebuilt", palace.indexed_profiles)
+        rebuilt_indexes = SearchIndexes(
+            SearchRepository(palace.store), root / "rebuilt", palace.indexed_profiles
+        )
         rebuilt_indexes.open()
     rebuilt = SearchService(palace.palace, rebuilt_indexes, palace.embeddings, clock=palace.clock)
     try:
