@@ -42,7 +42,7 @@ import httpx  # noqa: E402
 from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from palace import drawers, services  # noqa: E402
+from palace import drawers  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
 from tests.daemon import Daemon, wait_for  # noqa: E402
@@ -176,7 +176,7 @@ def drawer_record(spec: DrawerSpec, wing_id: str, room_id: str) -> dict[str, obj
         "room": room_id,
         # The content, its digests and deduplication keys: without them the daemon would
         # derive the keys of every drawer at its next start.
-        **services._derived(spec.content),
+        **drawers.derived(spec.content),
         "source": drawers.parse_source(None),
         "tags": ["bench"],
         "provenance": {"requested_by": REQUESTED_BY, "job_id": None},

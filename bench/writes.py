@@ -77,7 +77,7 @@ from kernel.clock import off_whole_second, utc_now  # noqa: E402
 from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store, bundled_migrations  # noqa: E402
-from palace import drawers, services  # noqa: E402
+from palace import drawers  # noqa: E402
 from palace.repository import PalaceRepository  # noqa: E402
 from palace.services import PalaceService  # noqa: E402
 from tests.daemon import Daemon, wait_for  # noqa: E402
@@ -211,9 +211,9 @@ def open_palace(root: Path, env: dict[str, str] | None = None) -> Store:
 
 
 def derived(content: str) -> dict[str, Any]:
-    """The fields the service stores computed from a drawer's content: `services._derived` where
-    the service has it (it adds deduplication keys), else the two digests."""
-    made = getattr(services, "_derived", None)
+    """The fields the service stores computed from a drawer's content: `drawers.derived` where
+    the palace has it (it adds deduplication keys), else the two digests."""
+    made = getattr(drawers, "derived", None)
     if made is not None:
         return made(content)
     return {

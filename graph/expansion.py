@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 from surrealdb import RecordID
 
 from kernel.store import Store
+from palace.drawers import drawer_view
 from palace.search.scope import OPEN, Scope
-from palace.services import drawer_view
 
 if TYPE_CHECKING:
     from palace.repository import PalaceRepository

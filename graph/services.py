@@ -32,8 +32,10 @@ from kernel.validation import (
     parse_instant,
     parse_limit,
     parse_uuid,
+    refuse_unknown,
 )
-from palace.services import DrawerNotFound, drawer_listing_view, refuse_unknown
+from palace.drawers import drawer_listing_view
+from palace.services import DrawerNotFound
 
 ENTITY_LIST_LIMIT = 50
 # The longest entity name or alias recorded.

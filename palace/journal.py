@@ -11,15 +11,16 @@ from typing import Any
 
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
-from kernel.validation import body_object, optional_text, parse_limit, string_list
-from palace import drawers
-from palace.services import (
-    Filing,
-    PalaceService,
-    WingNotFound,
-    drawer_view,
+from kernel.validation import (
+    body_object,
+    optional_text,
+    parse_limit,
     refuse_unknown,
+    string_list,
 )
+from palace import drawers
+from palace.drawers import drawer_view
+from palace.services import Filing, PalaceService, WingNotFound
 
 NOTE_FIELDS = ("wing", "room", "content", "uri", "tags", "requested_by")
 DIARY_FIELDS = ("agent_identity", "wing", "content", "tags", "requested_by")

@@ -27,9 +27,11 @@ from kernel.validation import (
     parse_limit,
     parse_offset,
     parse_uuid,
+    refuse_unknown,
     string_list,
 )
 from palace import dedup, drawers
+from palace.drawers import drawer_listing_view, drawer_view
 from palace.names import check_drawer_name, check_room_name, check_wing_name
 from palace.repository import PalaceRepository
 
@@ -42,8 +44,6 @@ SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
 PLACES_KEPT = 4096
 # Drawers given their deduplication keys per query at start-up.
 BACKFILL_BATCH = 500
-# Fields kept for the daemon's own lookups, never shown.
-INTERNAL_FIELDS = ("dedup_head", "dedup_tail", "dedup_keyed")
 # The most versions a history walks in each direction.
 HISTORY_LIMIT = 1000
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
@@ -85,29 +85,11 @@ class DrawerNameTaken(Conflict):
     help = "choose another name, or supersede the existing drawer to correct it"
 
 
-def refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise InputInvalid(unknown[0], f"is not a known field (known: {', '.join(allowed)})")
-
-
 def _required_name(data: Mapping[str, Any]) -> str:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise InputInvalid("name", "is required and must be a non-empty string")
     return name
-
-
-def _derived(content: str) -> dict[str, Any]:
-    """The content and what is computed from it for every drawer."""
-    return {
-        "content": content,
-        "content_hash": drawers.content_hash(content),
-        "fingerprint": drawers.fingerprint(content),
-        **dedup.blocking_keys(content),
-        # Listed in `dedup_key` in the same transaction as the drawer is created.
-        "dedup_keyed": True,
-    }
 
 
 def wing_view(row: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, Any]:
@@ -116,32 +98,6 @@ def wing_view(row: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, An
 
 def room_view(row: Mapping[str, Any], drawer_count: int) -> dict[str, Any]:
     return {**row, "description": row.get("description"), "counts": {"drawers": drawer_count}}
-
-
-def _drawer_common(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Absent optional fields made explicit; lineage links only when set."""
-    view = {
-        key: value for key, value in row.items() if value is not None and key not in INTERNAL_FIELDS
-    }
-    view["name"] = row.get("name")
-    view["valid_to"] = row.get("valid_to")
-    view["source"] = drawers.read_source(row.get("source"))
-    return view
-
-
-def drawer_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored drawer verbatim."""
-    view = _drawer_common(row)
-    view["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
-    return view
-
-
-def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listing entry: everything but the content, which only a preview stands for."""
-    view = _drawer_common({k: v for k, v in row.items() if k not in ("head", "length")})
-    view["preview"] = drawers.preview(row["head"])
-    view["length"] = row["length"]
-    return view
 
 
 @dataclass(frozen=True)
@@ -596,7 +552,7 @@ class PalaceService:
             "id": filing.drawer_id or str(uuid.uuid4()),
             "wing": room["wing"],
             "room": room["id"],
-            **_derived(filing.content),
+            **drawers.derived(filing.content),
             "source": filing.source,
             "tags": filing.tags,
             "provenance": {"requested_by": ctx.requested_by, "job_id": filing.job_id},

@@ -21,10 +21,10 @@ from kernel.config import EmbeddingsConfig
 from kernel.context import RequestContext
 from kernel.errors import EmbedNotConfigured, InputInvalid
 from kernel.profiles import Profile
-from kernel.validation import body_object, parse_uuid
+from kernel.validation import body_object, parse_uuid, refuse_unknown
 from palace.embeddings import providers
 from palace.embeddings.repository import EmbeddingRepository
-from palace.services import DrawerNotFound, refuse_unknown
+from palace.services import DrawerNotFound
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 

@@ -16,11 +16,12 @@ from graph import expansion
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
+from palace.drawers import drawer_view
 from palace.search import lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
-from palace.services import PalaceService, drawer_view
+from palace.services import PalaceService
 
 if TYPE_CHECKING:
     from kernel.profiles import Profile
