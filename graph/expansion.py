@@ -41,7 +41,7 @@ from palace.drawers import drawer_view
 from palace.search.scope import OPEN, Scope
 
 if TYPE_CHECKING:
-    from palace.repository import PalaceRepository
+    from palace.hierarchy import HierarchyService
     from palace.search.catalog import Catalog
     from palace.search.indexes import SearchIndexes
 
@@ -333,7 +333,8 @@ def in_catalog(catalog: Catalog, scope: Scope) -> Callable[[str], bool]:
 
 
 def related_hits(
-    repository: PalaceRepository,
+    store: Store,
+    hierarchy: HierarchyService,
     indexes: SearchIndexes,
     scope: Scope,
     direct: Sequence[Mapping[str, Any]],
@@ -345,8 +346,8 @@ def related_hits(
         return []
     with indexes.lock:
         in_scope = in_catalog(indexes.catalog, scope)
-    related = expand(repository.store, [hit["id"] for hit in direct], in_scope, scope.window, limit)
-    drawers = repository.drawers_by_ids(item.drawer_id for item in related)
+    related = expand(store, [hit["id"] for hit in direct], in_scope, scope.window, limit)
+    drawers = hierarchy.drawers_by_ids(item.drawer_id for item in related)
     hits = []
     for item in related:
         drawer = drawers.get(item.drawer_id)

@@ -44,15 +44,15 @@ from kernel.errors import InputInvalid, MemCastleError
 from kernel.events import Event
 from kernel.logs import fields
 from kernel.store import Store
-from palace.repository import CURRENT
-from palace.services import WingNotFound
+from palace.hierarchy import WingNotFound
+from palace.repositories.hierarchy import CURRENT
 
 if TYPE_CHECKING:
     from graph.services import GraphService
     from jobs.run import JobRun
     from jobs.services import JobService
     from kernel.events import EventBus
-    from palace.services import PalaceService
+    from palace.hierarchy import HierarchyService
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ class ExtractServices(Protocol):
     @property
     def graph(self) -> GraphService: ...
     @property
-    def palace(self) -> PalaceService: ...
+    def hierarchy(self) -> HierarchyService: ...
     @property
     def store(self) -> Store: ...
     @property
@@ -237,7 +237,7 @@ def parse(body: Mapping[str, Any], services: ExtractServices) -> dict[str, Any]:
         )
     if not services.config.extraction.configured:
         raise ExtractNotConfigured("no extraction provider is configured")
-    wing = services.palace.wing_parameter(body.get("wing"))
+    wing = services.hierarchy.wing_parameter(body.get("wing"))
     return {"wing": wing} if wing is not None else {}
 
 
@@ -265,7 +265,7 @@ class Extraction:
         self.provider = provider
         self.graph = services.graph
         self.repository = ExtractionRepository(services.store)
-        self.palace = services.palace
+        self.hierarchy = services.hierarchy
         self.state: dict[str, Any] = {
             "drawers": 0,
             "entities": 0,
@@ -281,7 +281,7 @@ class Extraction:
         wing_id = None
         if self.job.params.get("wing") is not None:
             try:
-                wing_id = self.palace.find_wing(self.job.params["wing"])["id"]
+                wing_id = self.hierarchy.find_wing(self.job.params["wing"])["id"]
             except WingNotFound:
                 # Deleted since the job was submitted: nothing of it is left to read.
                 self.job.save(

@@ -17,7 +17,7 @@ from typing import Any
 from surrealdb import RecordID
 
 from kernel.store import Store
-from palace.repository import DRAWER_LISTING_FIELDS
+from palace.repositories.hierarchy import DRAWER_LISTING_FIELDS
 
 # The derivation strings are persisted: changing one needs a data migration.
 NAMESPACE = "memcastle-graph"

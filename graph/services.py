@@ -35,7 +35,7 @@ from kernel.validation import (
     refuse_unknown,
 )
 from palace.drawers import drawer_listing_view
-from palace.services import DrawerNotFound
+from palace.hierarchy import DrawerNotFound
 
 ENTITY_LIST_LIMIT = 50
 # The longest entity name or alias recorded.

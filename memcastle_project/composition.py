@@ -23,13 +23,19 @@ from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
 from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
+from palace.filing import FilingService
+from palace.hierarchy import HierarchyService
 from palace.journal import JournalService
 from palace.maintenance import Maintenance
-from palace.repository import MaintenanceRepository, PalaceRepository
+from palace.repositories.filing import FilingRepository
+from palace.repositories.hierarchy import HierarchyRepository
+from palace.repositories.journal import JournalRepository
+from palace.repositories.maintenance import MaintenanceRepository
+from palace.repositories.revisions import RevisionRepository
+from palace.revisions import RevisionService
 from palace.search.indexes import SearchIndexes
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from palace.services import PalaceService
 from sources.configured import ConfiguredSection
 from sources.repository import SourceRepository
 from sources.services import SourceService
@@ -48,7 +54,9 @@ class Services:
     executor: Executor
     jobs: JobService
     tokens: TokenService
-    palace: PalaceService
+    hierarchy: HierarchyService
+    filing: FilingService
+    revisions: RevisionService
     journal: JournalService
     embeddings: EmbeddingService
     indexes: SearchIndexes
@@ -69,7 +77,8 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         job_repository, events, config.jobs, exclusive_store=store.mode == "embedded"
     )
     jobs = JobService(job_repository, executor)
-    palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
+    hierarchy = HierarchyService(HierarchyRepository(store), events)
+    filing = FilingService(FilingRepository(store), hierarchy, events, dedup_config=config.dedup)
     embeddings = EmbeddingService(EmbeddingRepository(store), config.embeddings)
     indexes = SearchIndexes(
         SearchRepository(store),
@@ -85,18 +94,20 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         tokens=TokenService(
             TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
         ),
-        palace=palace,
-        journal=JournalService(palace),
+        hierarchy=hierarchy,
+        filing=filing,
+        revisions=RevisionService(RevisionRepository(store), hierarchy, filing, events),
+        journal=JournalService(JournalRepository(store), hierarchy, filing),
         embeddings=embeddings,
         indexes=indexes,
-        search=SearchService(palace, indexes, embeddings),
+        search=SearchService(hierarchy, indexes, embeddings, store),
         graph=GraphService(GraphRepository(store), events, fuzzy=config.dedup.entity_fuzzy),
         sources=SourceService(SourceRepository(store), config.mining),
-        maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
+        maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.
         miners=ConfiguredSection("miner"),
         triggers=ConfiguredSection("trigger"),
-        system=SystemService(config, store, palace, jobs, indexes, embeddings, bind_addr),
+        system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
     )
     executor.services = services
     return services

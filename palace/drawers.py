@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel.errors import InputInvalid
+from kernel.events import EventBus
 from palace import dedup
 
 SOURCE_KINDS = ("file", "manual", "transcript", "note", "other")
@@ -127,3 +128,8 @@ def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
     view["preview"] = preview(row["head"])
     view["length"] = row["length"]
     return view
+
+
+def announce(events: EventBus, drawer: Mapping[str, Any], action: str) -> None:
+    """Tell subscribers a drawer was `created`, `updated` or `deleted`, once it is saved."""
+    events.publish("drawer", action, id=drawer["id"], wing=drawer["wing"], room=drawer["room"])

@@ -20,7 +20,7 @@ from kernel.errors import StoreFailed
 from kernel.store import Store
 from memcastle_project.composition import Services, compose
 from palace import checkpoint
-from palace.services import Filing
+from palace.filing import Filing
 
 ITEMS = checkpoint.CHUNK + 50
 
@@ -164,15 +164,15 @@ def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
             },
         },
     )
-    prepare = daemon.palace.prepare_batch
+    prepare = daemon.filing.prepare_batch
 
     def another_request_meanwhile(ctx: RequestContext, entries: list) -> Any:
-        monkeypatch.setattr(daemon.palace, "prepare_batch", prepare)
+        monkeypatch.setattr(daemon.filing, "prepare_batch", prepare)
         batch = prepare(ctx, entries)
-        daemon.palace.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
+        daemon.filing.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
         return batch
 
-    monkeypatch.setattr(daemon.palace, "prepare_batch", another_request_meanwhile)
+    monkeypatch.setattr(daemon.filing, "prepare_batch", another_request_meanwhile)
     daemon.executor.execute(job["id"])
 
     row = daemon.jobs.record(job["id"])

@@ -51,7 +51,8 @@ from palace.embeddings import local, providers
 from palace.embeddings.job import EmbedSweeper
 from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
-from palace.services import DrawerNotFound, Filing
+from palace.filing import Filing
+from palace.hierarchy import DrawerNotFound
 from tests.daemon import wait_for
 
 # A command provider: deterministic vectors from each text's SHA-256. Its argv is
@@ -812,7 +813,7 @@ def file_drawers(daemon: Services, wing: str, count: int, prefix: str = "") -> l
     """Drawers filed one at a time, so each has a later created_at than the one before."""
     ids = []
     for n in range(count):
-        drawer, _ = daemon.palace.file(
+        drawer, _ = daemon.filing.file(
             CTX, wing, "room", Filing(content=f"{prefix}{wing} memory number {n}")
         )
         ids.append(drawer["id"])
@@ -820,7 +821,7 @@ def file_drawers(daemon: Services, wing: str, count: int, prefix: str = "") -> l
 
 
 def content_of(daemon: Services, drawer_id: str) -> str:
-    return daemon.palace.show_drawer_by_id(CTX, drawer_id)["content"]
+    return daemon.hierarchy.show_drawer_by_id(CTX, drawer_id)["content"]
 
 
 def test_missing_lists_the_drawers_without_a_vector_oldest_first(daemon: Services) -> None:
@@ -828,7 +829,7 @@ def test_missing_lists_the_drawers_without_a_vector_oldest_first(daemon: Service
     (elsewhere,) = file_drawers(daemon, "other", 1)
     theirs = daemon.embeddings.profile("theirs")
     daemon.embeddings.store_vectors(theirs, {ids[1]: np.array([[1.0, 0.0]], dtype=np.float32)})
-    wing_id = daemon.palace.find_wing("w")["id"]
+    wing_id = daemon.hierarchy.find_wing("w")["id"]
     assert daemon.embeddings.missing(theirs, wing_id) == [ids[0], ids[2]]
     assert daemon.embeddings.missing(theirs, None) == [ids[0], ids[2], elsewhere]
     assert daemon.embeddings.missing(daemon.embeddings.profile("stub"), wing_id) == ids
@@ -876,7 +877,7 @@ def test_attach_stores_a_callers_vector_with_its_profiles_provenance(
     assert EmbeddingRepository(daemon.store).get(drawer, "theirs")["vectors"] == [[0.0, 1.0]]
     assert EmbeddingRepository(daemon.store).embedded("stub") == {drawer}
     # A drawer's view never carries a vector.
-    view = daemon.palace.show_drawer_by_id(CTX, drawer)
+    view = daemon.hierarchy.show_drawer_by_id(CTX, drawer)
     assert not {"embedding", "embeddings", "vectors"} & set(view)
 
 
@@ -928,8 +929,8 @@ def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: Services) -> None:
     other = file_drawers(daemon, "gone", 1)[0]
     for drawer in (kept, deleted, other):
         daemon.embeddings.attach(CTX, drawer, {"profile": "theirs", "embedding": [1, 2]})
-    daemon.palace.delete_drawer(CTX, "w", "room", deleted)
-    daemon.palace.delete_wing(CTX, "gone")
+    daemon.hierarchy.delete_drawer(CTX, "w", "room", deleted)
+    daemon.hierarchy.delete_wing(CTX, "gone")
     assert EmbeddingRepository(daemon.store).embedded("theirs") == {kept}
     assert EmbeddingRepository(daemon.store).get(deleted, "theirs") is None
     assert EmbeddingRepository(daemon.store).get(other, "theirs") is None
@@ -940,7 +941,7 @@ def test_the_embed_job_embeds_the_oldest_first_in_batches(
 ) -> None:
     ids = file_drawers(daemon, "w", 7)
     # A superseded drawer is embedded too; its replacement is newer than all the others.
-    revision = daemon.palace.supersede(CTX, ids[2], {"content": "w memory number 2, corrected"})
+    revision = daemon.revisions.supersede(CTX, ids[2], {"content": "w memory number 2, corrected"})
     replacement = revision["replacement"]["id"]
     row = run_embed(daemon)
     assert row["status"] == "completed"
@@ -1027,7 +1028,7 @@ def test_a_drawer_deleted_during_its_batch_is_not_embedded(
 
     def delete_one(call: int) -> None:
         if call == 1:
-            daemon.palace.delete_drawer(CTX, "w", "room", ids[1])
+            daemon.hierarchy.delete_drawer(CTX, "w", "room", ids[1])
 
     recording.during = delete_one
     row = run_embed(daemon)

@@ -28,7 +28,9 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.events import Event
 from kernel.store import Store
-from palace.services import Filing, PalaceService, WingNotFound
+from palace.filing import Filing
+from palace.hierarchy import WingNotFound
+from tests.palace_services import Palace
 
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
 
@@ -132,16 +134,17 @@ def graph(store: Store) -> RecordingGraph:
 
 
 @pytest.fixture
-def services(store: Store, palace: PalaceService, graph: RecordingGraph) -> SimpleNamespace:
+def services(store: Store, palace: Palace, graph: RecordingGraph) -> SimpleNamespace:
     return install(store, palace, graph, HEURISTIC)
 
 
-def install(
-    store: Store, palace: PalaceService, graph: Any, config: ExtractionConfig
-) -> SimpleNamespace:
+def install(store: Store, palace: Palace, graph: Any, config: ExtractionConfig) -> SimpleNamespace:
     """What the extract job calls, with `graph` in the place of `GraphService`."""
     return SimpleNamespace(
-        config=SimpleNamespace(extraction=config), store=store, palace=palace, graph=graph
+        config=SimpleNamespace(extraction=config),
+        store=store,
+        hierarchy=palace.hierarchy,
+        graph=graph,
     )
 
 
@@ -161,7 +164,7 @@ def mined(document: str, chunk: int = 0, **origin: Any) -> dict[str, Any]:
 
 
 def file(
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     content: str,
     source: dict[str, Any],
@@ -169,7 +172,7 @@ def file(
     wing: str = "work",
     valid_from: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    drawer, created = palace.file(
+    drawer, created = palace.filing.file(
         ctx, wing, "room", Filing(content=content, source=source, valid_from=valid_from)
     )
     assert created
@@ -182,7 +185,7 @@ def run(job: FakeJob) -> dict[str, Any]:
 
 def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -193,7 +196,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
     file(palace, ctx, "Dave uses Emacs.", {"kind": "manual", "agent": "x"}, wing="diaries")
     b = file(palace, ctx, "Erin joined Acme Corp.", mined("b.md"))
     closed = file(palace, ctx, "Frank uses Git.", mined("c.md"))
-    palace.retire(closed)
+    palace.revisions.retire(closed)
     job = FakeJob(services)
     assert run(job) == {"drawers": 3, "entities": 6, "relations": 3, "closed": 0}
     assert graph.read == [a["id"], note["id"], b["id"]]
@@ -221,7 +224,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
 
 
 def test_a_wing_narrows_the_selection(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     file(palace, ctx, "Alice works on Atlas.", mined("a.md"), wing="one")
     other = file(palace, ctx, "Bob uses Vim.", mined("b.md"), wing="two")
@@ -235,7 +238,7 @@ def test_a_wing_narrows_the_selection(
 
 def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_now(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -279,7 +282,7 @@ def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_n
 
 def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -288,11 +291,11 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
     retired = file(palace, ctx, "Bob uses Vim.", mined("b.md"))
     quiet = file(palace, ctx, "nothing named here.", mined("c.md"))
     run(FakeJob(services))
-    revision = palace.revise(
+    revision = palace.revisions.revise(
         ctx, old, Filing(content="Atlas is based in Paris.", source=mined("a.md"))
     )
-    closed_retired = palace.retire(retired)
-    palace.retire(quiet)
+    closed_retired = palace.revisions.retire(retired)
+    palace.revisions.retire(quiet)
     result = run(FakeJob(services))
     # `quiet` had no open fact: nothing to close.
     assert result == {"drawers": 1, "entities": 2, "relations": 1, "closed": 2}
@@ -311,12 +314,14 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
 
 
 def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     first = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
     run(FakeJob(services))
-    second = palace.revise(ctx, first, Filing("Atlas is based in Rome.", source=mined("a.md")))
-    third = palace.revise(
+    second = palace.revisions.revise(
+        ctx, first, Filing("Atlas is based in Rome.", source=mined("a.md"))
+    )
+    third = palace.revisions.revise(
         ctx, second.replacement, Filing("Atlas is based in Oslo.", source=mined("a.md"))
     )
     run(FakeJob(services))
@@ -329,11 +334,11 @@ def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
 
 
 def test_a_resumed_run_links_what_it_recorded_before_a_crash(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     old = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
     run(FakeJob(services))
-    new = palace.revise(ctx, old, Filing("Atlas is based in Rome.", source=mined("a.md")))
+    new = palace.revisions.revise(ctx, old, Filing("Atlas is based in Rome.", source=mined("a.md")))
     job = FakeJob(services)
     # The first attempt recorded the replacement and crashed before linking it.
     graph.record_extraction(
@@ -368,7 +373,7 @@ class FailingAfter:
 
 
 def test_a_failing_provider_fails_the_run_and_the_next_reads_what_is_left(
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     monkeypatch: pytest.MonkeyPatch,
@@ -386,7 +391,7 @@ def test_a_failing_provider_fails_the_run_and_the_next_reads_what_is_left(
 
 def test_submission_is_refused_without_a_provider_and_checks_its_parameters(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -436,7 +441,7 @@ def sweeping(config: ExtractionConfig, store: Store) -> Any:
 
 
 def test_the_sweeper_looks_for_notes_among_filed_drawers(
-    store: Store, palace: PalaceService, ctx: RequestContext
+    store: Store, palace: Palace, ctx: RequestContext
 ) -> None:
     sweeper = extraction.ExtractSweeper(sweeping(HEURISTIC, store))
     manual = file(palace, ctx, "Carol owns Atlas.", {"kind": "manual"})

@@ -21,8 +21,9 @@ from graph.services import (
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
 from kernel.store import Store
-from palace.repository import PalaceRepository
-from palace.services import DrawerNotFound, Filing, PalaceService
+from palace.filing import Filing
+from palace.hierarchy import DrawerNotFound
+from tests.palace_services import Palace, build
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)
 
@@ -50,8 +51,8 @@ def graph(store: Store, clock: Clock) -> GraphService:
 
 
 @pytest.fixture
-def palace(store: Store, clock: Clock) -> PalaceService:
-    return PalaceService(PalaceRepository(store), clock=clock)
+def palace(store: Store, clock: Clock) -> Palace:
+    return build(store, clock=clock)
 
 
 @pytest.fixture
@@ -59,14 +60,14 @@ def ctx() -> RequestContext:
     return RequestContext.build()
 
 
-def drawer(palace: PalaceService, ctx: RequestContext, content: str, **source: Any) -> dict:
-    filed, _ = palace.file(
+def drawer(palace: Palace, ctx: RequestContext, content: str, **source: Any) -> dict:
+    filed, _ = palace.filing.file(
         ctx, "graph", "notes", Filing(content=content, source={"kind": "manual", **source})
     )
     return filed
 
 
-def mined(palace: PalaceService, ctx: RequestContext, content: str, document: str) -> dict:
+def mined(palace: Palace, ctx: RequestContext, content: str, document: str) -> dict:
     record = drawer(palace, ctx, content)
     record["source"] = {
         "kind": "file",
@@ -90,7 +91,7 @@ def entity_id(graph: GraphService, name: str, kind: str = "other") -> str:
 
 
 def test_record_extraction_writes_everything_once(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, store: Store
+    graph: GraphService, palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     source = mined(palace, ctx, "Alice works on MemCastle. MemCastle uses SurrealDB.", "team.md")
     entities = [
@@ -150,7 +151,7 @@ def test_record_extraction_writes_everything_once(
 
 
 def test_an_empty_answer_still_writes_the_marker(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: GraphService, palace: Palace, ctx: RequestContext
 ) -> None:
     source = drawer(palace, ctx, "nothing to see")
     assert graph.record_extraction(
@@ -161,7 +162,7 @@ def test_an_empty_answer_still_writes_the_marker(
 
 
 def test_extracted_validity_is_never_later_than_now(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     source = drawer(palace, ctx, "A uses B")
     graph.record_extraction(
@@ -181,7 +182,7 @@ def located(graph: GraphService, source: dict, place: str, confidence: float = 0
 
 
 def test_inferred_confirms_and_contradicts(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     first = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, first, "Berlin")
@@ -218,7 +219,7 @@ def test_inferred_confirms_and_contradicts(
 
 
 def test_multi_valued_predicates_get_no_contradiction(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: GraphService, palace: Palace, ctx: RequestContext
 ) -> None:
     for tool in ("Python", "Rust"):
         graph.record_extraction(
@@ -234,7 +235,7 @@ def test_multi_valued_predicates_get_no_contradiction(
 
 
 def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
@@ -299,7 +300,7 @@ def link_kinds(row: dict) -> list[str]:
 
 
 def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confirm(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     berlin = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, berlin, "Berlin")
@@ -327,7 +328,7 @@ def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confi
 
 
 def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     # A file said Berlin; it was edited on day 1 (its `occurred_at`) and mined again on day 2,
     # which closed the old drawer's facts then: the two revisions' facts overlap on day 1.
@@ -359,12 +360,12 @@ def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them
     assert link_kinds(every[old["id"]]) == ["supersedes"]
 
 
-def checkpoint_drawer(palace: PalaceService, ctx: RequestContext, text: str) -> dict:
+def checkpoint_drawer(palace: Palace, ctx: RequestContext, text: str) -> dict:
     return drawer(palace, ctx, text)
 
 
 def test_checkpoint_add_supersede_invalidate_link(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock, store: Store
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock, store: Store
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "The backend is deployed on Fly.")
     fact = {"op": "add", "subject": "backend", "predicate": " Deployed_On ", "object": "Fly"}
@@ -448,7 +449,7 @@ def test_checkpoint_add_supersede_invalidate_link(
 
 
 def test_checkpoint_link_makes_an_explicit_conflict(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     one = checkpoint_drawer(palace, ctx, "Standups are at nine.")
     two = checkpoint_drawer(palace, ctx, "Standups are at ten.")
@@ -523,7 +524,7 @@ def test_checkpoint_link_makes_an_explicit_conflict(
     ],
 )
 def test_bad_facts_fail(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, fact: dict, error: type
+    graph: GraphService, palace: Palace, ctx: RequestContext, fact: dict, error: type
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "evidence")
     with pytest.raises(error) as refused:
@@ -547,7 +548,7 @@ def test_fact_labels_checked_at_submission() -> None:
 
 
 def test_entities_can_be_named_by_id_or_by_name_and_kind(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: GraphService, palace: Palace, ctx: RequestContext
 ) -> None:
     alice = graph.resolve("Alice", "person").entity["id"]
     evidence = checkpoint_drawer(palace, ctx, "Alice owns the roadmap.")
@@ -567,7 +568,7 @@ def test_entities_can_be_named_by_id_or_by_name_and_kind(
 
 
 def test_reads_refuse_disabled_and_writes_refuse_read_only(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: GraphService, palace: Palace, ctx: RequestContext
 ) -> None:
     alice = graph.resolve("Alice", "person").entity["id"]
     disabled = RequestContext.build(mode="disabled")
@@ -590,9 +591,7 @@ def test_reads_refuse_disabled_and_writes_refuse_read_only(
         graph.add_alias(read_only, alice, {"alias": "Ally"})
 
 
-def test_mention_route_semantics(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_mention_route_semantics(graph: GraphService, palace: Palace, ctx: RequestContext) -> None:
     source = drawer(palace, ctx, "Node.js and NodeJS are one.")
     first = graph.mention(ctx, source["id"], {"name": "Node.js", "kind": "Tool"})
     assert first["created"] and first["observation"]["rule"] == "new"
@@ -619,7 +618,7 @@ def test_as_of_and_include_expired_cannot_be_combined(
 
 
 def test_neighbourhood_and_overview(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext
+    graph: GraphService, palace: Palace, ctx: RequestContext
 ) -> None:
     source = drawer(palace, ctx, "chain")
     names = ["Aaaa", "Bbbb", "Cccc", "Dddd", "Eeee"]
@@ -653,7 +652,7 @@ def test_neighbourhood_and_overview(
 
 
 def test_graph_writes_are_announced_by_entity_id_only(
-    store: Store, palace: PalaceService, ctx: RequestContext, clock: Clock
+    store: Store, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     import asyncio
 
@@ -687,7 +686,7 @@ def test_graph_writes_are_announced_by_entity_id_only(
 
 
 def test_linking_a_successor_announces_the_entities_of_both_facts(
-    graph: GraphService, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: GraphService, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     import asyncio
 

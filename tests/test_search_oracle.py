@@ -38,13 +38,13 @@ import numpy as np
 import pytest
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
+from palace.filing import Filing
 from palace.search import indexes as search_indexes
 from palace.search.indexes import SearchIndexes
 from palace.search.lexical import terms
 from palace.search.query import from_body
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from palace.services import Filing
 from tests.search_palace import CTX, DIMENSIONS, STANDIN, Clock, SearchPalace, instant, rfc3339
 
 SEED = 20_260_501
@@ -247,7 +247,7 @@ def _generate(root: Path, seed: int) -> Generated:
     rooms = {row["id"]: row["name"] for row in palace.store.one("SELECT id, name FROM room")}
     for drawer_id in rng.sample(sorted(current), DELETES):
         drawer = current.pop(drawer_id)
-        palace.palace.delete_drawer(CTX, names[drawer["wing"]], rooms[drawer["room"]], drawer_id)
+        palace.hierarchy.delete_drawer(CTX, names[drawer["wing"]], rooms[drawer["room"]], drawer_id)
     return generated
 
 
@@ -601,7 +601,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             SearchRepository(palace.store), root / "rebuilt", palace.indexed_profiles
         )
         rebuilt_indexes.open()
-    rebuilt = SearchService(palace.palace, rebuilt_indexes, palace.embeddings, clock=palace.clock)
+    rebuilt = SearchService(
+        palace.hierarchy, rebuilt_indexes, palace.embeddings, palace.store, clock=palace.clock
+    )
     try:
         yield World(generated, Oracle(palace), palace.service, rebuilt)
     finally:

@@ -24,7 +24,7 @@ from kernel.profiles import Profile
 from kernel.validation import body_object, parse_uuid, refuse_unknown
 from palace.embeddings import providers
 from palace.embeddings.repository import EmbeddingRepository
-from palace.services import DrawerNotFound
+from palace.hierarchy import DrawerNotFound
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 

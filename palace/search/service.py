@@ -16,12 +16,13 @@ from graph import expansion
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
+from kernel.store import Store
 from palace.drawers import drawer_view
+from palace.hierarchy import HierarchyService
 from palace.search import lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
-from palace.services import PalaceService
 
 if TYPE_CHECKING:
     from kernel.profiles import Profile
@@ -44,19 +45,22 @@ class SemanticUnavailable(MemCastleError):
 class SearchService:
     def __init__(
         self,
-        palace: PalaceService,
+        hierarchy: HierarchyService,
         indexes: SearchIndexes,
         embeddings: EmbeddingService,
+        store: Store,
         clock: Callable[[], Any] = utc_now,
     ) -> None:
-        self.palace = palace
+        self.hierarchy = hierarchy
         self.indexes = indexes
         self.embeddings = embeddings
+        # Read by the graph's expansion, whose queries are the graph's (`graph.expansion`).
+        self._store = store
         self.clock = clock
 
     def search(self, ctx: RequestContext, query: SearchQuery, *, recall: bool = False) -> dict:
         ctx.require_read("recall" if recall else "search")
-        wing, rooms = self.palace.resolve_place(query.wing, query.room)
+        wing, rooms = self.hierarchy.resolve_place(query.wing, query.room)
         scope = Scope(
             wing=wing,
             rooms=rooms,
@@ -80,7 +84,7 @@ class SearchService:
         if query.expand and hits:
             # Related drawers follow the direct hits, which stay as they are (search.md 4).
             hits += expansion.related_hits(
-                self.palace.repository, self.indexes, scope, hits, query.limit
+                self._store, self.hierarchy, self.indexes, scope, hits, query.limit
             )
         return {
             "query": query.text,
@@ -187,7 +191,7 @@ class SearchService:
         return hits[:limit]
 
     def _hits(self, ranked: list[tuple[str, float, dict[str, float]]]) -> list[dict[str, Any]]:
-        drawers = self.palace.repository.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)
+        drawers = self.hierarchy.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)
         hits = []
         for drawer_id, score, signals in ranked:
             drawer = drawers.get(drawer_id)
