@@ -300,6 +300,53 @@ def test_keep_copy_stores_an_exact_copy(palace: Palace, ctx: RequestContext, sto
     assert similar(palace, ctx, kept["id"]) == [(first["id"], "older", "exact", 1.0)]
 
 
+def test_a_record_is_the_drawer_as_it_will_be_stored(
+    palace: Palace, ctx: RequestContext, store: Store
+) -> None:
+    room, _ = palace.hierarchy.ensure_place("w", "r")
+    drawer_id = str(uuid.uuid4())
+    record = palace.filing.record(
+        ctx, room, Filing(content=TEXT, name="deploys", drawer_id=drawer_id, job_id="job-1")
+    )
+    assert (record["id"], record["wing"], record["room"]) == (drawer_id, room["wing"], room["id"])
+    assert record["content_hash"] == drawers.content_hash(TEXT)
+    assert record["provenance"] == {"requested_by": "http", "job_id": "job-1"}
+    assert record["valid_from"] == record["created_at"]
+    assert record["name"] == "deploys"
+    assert drawer_ids(store) == set(), "nothing is stored"
+
+
+def stored_outside_a_batch(palace: Palace, ctx: RequestContext, content: str) -> dict[str, Any]:
+    """A drawer written straight to the store, as a revision writes its replacement."""
+    room, _ = palace.hierarchy.ensure_place("w", "r")
+    record = palace.filing.record(ctx, room, Filing(content=content))
+    palace.store.query(
+        "CREATE type::record('drawer', $id) CONTENT $record",
+        {"id": record["id"], "record": {k: v for k, v in record.items() if k != "id"}},
+    )
+    return record
+
+
+def test_link_copies_links_a_drawer_stored_outside_a_batch(
+    palace: Palace, ctx: RequestContext
+) -> None:
+    older, _ = file(palace, ctx, TEXT)
+    file(palace, ctx, OTHER)
+    newer = stored_outside_a_batch(palace, ctx, TYPO)
+    assert palace.filing.link_copies(newer) == 1
+    assert similar(palace, ctx, newer["id"]) == [(older["id"], "older", "near", 0.9804)]
+
+
+def test_link_copies_links_nothing_with_deduplication_off(
+    store: Store, ctx: RequestContext
+) -> None:
+    palace = build(store, dedup=DedupConfig(enabled=False))
+    file(palace, ctx, TEXT)
+    newer = stored_outside_a_batch(palace, ctx, TYPO)
+    assert palace.filing.link_copies(newer) == 0
+    assert edges(store) == []
+
+
 def test_dedup_disabled_stores_everything_and_links_nothing(
     store: Store, ctx: RequestContext
 ) -> None:

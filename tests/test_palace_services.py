@@ -305,3 +305,62 @@ def test_a_name_taken_after_the_batch_was_judged_is_filed_again_without_then(
     assert isinstance(outcomes[0].error, DrawerNameTaken)
     assert outcomes[1].created
     assert store.one("SELECT VALUE ran FROM ONLY type::record('marker', 'm')") is False
+
+
+# What the hierarchy offers the other services: stored drawers and rooms, read in one trip.
+
+
+def test_drawer_is_found_by_its_id_in_any_spelling(palace: Palace, ctx: RequestContext) -> None:
+    drawer = filed(palace, ctx, "notes", "a note to find again")
+    assert palace.hierarchy.drawer(drawer["id"].upper())["content"] == "a note to find again"
+    with pytest.raises(DrawerNotFound) as missing:
+        palace.hierarchy.drawer("0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f")
+    assert missing.value.code == "memcastle::palace::drawer_not_found"
+    with pytest.raises(InputInvalid):
+        palace.hierarchy.drawer("not-a-uuid")
+
+
+def test_drawers_by_ids_leaves_out_the_missing(palace: Palace, ctx: RequestContext) -> None:
+    first = filed(palace, ctx, "notes", "the first note")
+    second = filed(palace, ctx, "other", "a note in another room")
+    gone = filed(palace, ctx, "notes", "a note deleted since its id was read")
+    palace.hierarchy.delete_drawer(ctx, "work", "notes", gone["id"])
+    found = palace.hierarchy.drawers_by_ids([first["id"], second["id"], gone["id"]])
+    assert {drawer_id: row["content"] for drawer_id, row in found.items()} == {
+        first["id"]: "the first note",
+        second["id"]: "a note in another room",
+    }
+    assert palace.hierarchy.drawers_by_ids([]) == {}
+
+
+def test_existing_drawer_ids_are_those_stored(palace: Palace, ctx: RequestContext) -> None:
+    kept = filed(palace, ctx, "notes", "a note that stays")
+    never = "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"
+    assert palace.hierarchy.existing_drawer_ids([kept["id"], never]) == {kept["id"]}
+
+
+def test_drawer_total_counts_every_wing(palace: Palace, ctx: RequestContext) -> None:
+    assert palace.hierarchy.drawer_total() == 0
+    filed(palace, ctx, "notes", "one")
+    palace.filing.file(ctx, "home", "notes", Filing(content="two"))
+    assert palace.hierarchy.drawer_total() == 2
+
+
+def test_rooms_by_names_finds_only_existing_rooms(palace: Palace, ctx: RequestContext) -> None:
+    notes = palace.hierarchy.create_room(ctx, "work", {"name": "notes"})
+    palace.hierarchy.create_room(ctx, "home", {"name": "chores"})
+    found = palace.hierarchy.rooms_by_names([("work", "notes"), ("work", "chores"), ("x", "y")])
+    assert list(found) == [("work", "notes")]
+    assert found[("work", "notes")]["id"] == notes["id"]
+
+
+def test_ensure_place_creates_what_is_missing_once(palace: Palace, ctx: RequestContext) -> None:
+    room, created = palace.hierarchy.ensure_place("work", "notes", "what I wrote down")
+    again, created_again = palace.hierarchy.ensure_place("work", "notes")
+    assert (created, created_again) == (True, False)
+    assert again == room
+    assert room["description"] == "what I wrote down"
+    with pytest.raises(PathInvalid):
+        palace.hierarchy.ensure_place("home", "bad/room")
+    with pytest.raises(WingNotFound):
+        palace.hierarchy.find_wing("home")
