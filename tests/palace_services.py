@@ -21,6 +21,8 @@ from palace.revisions import RevisionService
 
 @dataclass(frozen=True)
 class Palace:
+    """The palace's three services and the store they share."""
+
     store: Store
     hierarchy: HierarchyService
     filing: FilingService
