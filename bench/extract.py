@@ -7,7 +7,7 @@ It measures and reports; it is not a test, so it exits 0 whatever the figures ar
    (lower-case filler words) with, per drawer, 6 to 12 sentences that name people, projects,
    tools, places and organisations from fixed pools (1,000 names in all, so entities recur and
    resolution finds most names already known) and state a relation with a phrase of the
-   heuristic's table in most of them. Fixed seed; drawers filed through `PalaceService` with a
+   heuristic's table in most of them. Fixed seed; drawers filed through `FilingService` with a
    mining origin, in a fresh embedded palace in a temporary directory (`store.sync = every`, as
    a daemon has it).
 2. **Provider alone.** `heuristic.extract` over every drawer's first 8,000 characters, in this
@@ -159,10 +159,12 @@ class _Job:
 
 def _file(store: Any, texts: list[str]) -> None:
     from kernel.context import RequestContext
-    from palace.repository import PalaceRepository
-    from palace.services import Filing, PalaceService
+    from palace.filing import Filing, FilingService
+    from palace.hierarchy import HierarchyService
+    from palace.repositories.filing import FilingRepository
+    from palace.repositories.hierarchy import HierarchyRepository
 
-    palace = PalaceService(PalaceRepository(store))
+    filing = FilingService(FilingRepository(store), HierarchyService(HierarchyRepository(store)))
     ctx = RequestContext.build(requested_by="bench")
     entries = []
     for index, text in enumerate(texts):
@@ -176,7 +178,7 @@ def _file(store: Any, texts: list[str]) -> None:
         source = {"kind": "file", "uri": f"/bench/doc{index // 3:05}.md", "origin": origin}
         entries.append(("bench", "files", Filing(content=text, source=source, keep_copy=True)))
     for start in range(0, len(entries), 200):
-        palace.file_batch(ctx, entries[start : start + 200])
+        filing.file_batch(ctx, entries[start : start + 200])
 
 
 def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str, Any]:
@@ -196,8 +198,8 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
     from kernel.config import ExtractionConfig, load_config
     from kernel.events import EventBus
     from kernel.store import Store
-    from palace.repository import PalaceRepository
-    from palace.services import PalaceService
+    from palace.hierarchy import HierarchyService
+    from palace.repositories.hierarchy import HierarchyRepository
 
     texts = corpus(drawers, seed)
     figures: dict[str, Any] = {
@@ -239,7 +241,7 @@ def run(drawers: int = 500, seed: int = 7, root: Path | None = None) -> dict[str
         records.record_extraction = timed  # type: ignore[method-assign]
         services = SimpleNamespace(
             config=SimpleNamespace(extraction=ExtractionConfig(provider="heuristic")),
-            palace=PalaceService(PalaceRepository(store)),
+            hierarchy=HierarchyService(HierarchyRepository(store)),
             extraction_records=records,
         )
         started = time.perf_counter()

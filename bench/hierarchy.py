@@ -42,9 +42,10 @@ import httpx  # noqa: E402
 from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from palace import drawers, services  # noqa: E402
-from palace.repository import PalaceRepository  # noqa: E402
-from palace.services import PalaceService  # noqa: E402
+from palace import drawers  # noqa: E402
+from palace.hierarchy import HierarchyService  # noqa: E402
+from palace.repositories.filing import FilingRepository  # noqa: E402
+from palace.repositories.hierarchy import HierarchyRepository  # noqa: E402
 from tests.daemon import Daemon, wait_for  # noqa: E402
 
 WINGS = 20
@@ -168,7 +169,7 @@ def file_over_http(base_url: str, specs: Sequence[DrawerSpec], writers: int) -> 
 
 
 def drawer_record(spec: DrawerSpec, wing_id: str, room_id: str) -> dict[str, object]:
-    """The row `PalaceService.create_drawer` writes for this body; keep the two in step."""
+    """The row `FilingService.create_drawer` writes for this body; keep the two in step."""
     now = dt.datetime.now(dt.UTC)
     record: dict[str, object] = {
         "id": str(uuid.uuid4()),
@@ -176,7 +177,7 @@ def drawer_record(spec: DrawerSpec, wing_id: str, room_id: str) -> dict[str, obj
         "room": room_id,
         # The content, its digests and deduplication keys: without them the daemon would
         # derive the keys of every drawer at its next start.
-        **services._derived(spec.content),
+        **drawers.derived(spec.content),
         "source": drawers.parse_source(None),
         "tags": ["bench"],
         "provenance": {"requested_by": REQUESTED_BY, "job_id": None},
@@ -206,8 +207,8 @@ def file_in_process(root: Path, specs: Sequence[DrawerSpec]) -> WriteResult:
     store = open_palace(root)
     try:
         store.migrate()
-        repository = PalaceRepository(store)
-        service = PalaceService(repository)
+        service = HierarchyService(HierarchyRepository(store))
+        keys = FilingRepository(store)
         ctx = RequestContext.build(requested_by=REQUESTED_BY)
         rooms: dict[tuple[str, str], dict[str, Any]] = {}
         for slot in range(ROOMS):
@@ -224,7 +225,7 @@ def file_in_process(root: Path, specs: Sequence[DrawerSpec]) -> WriteResult:
             ]
             store.query("INSERT INTO drawer $rows RETURN NONE", {"rows": rows})
             # As the daemon does in the drawers' own transaction.
-            repository.index_dedup_keys(rows)
+            keys.index_dedup_keys(rows)
         seconds = time.perf_counter() - start
     finally:
         store.close()
@@ -310,7 +311,7 @@ class Operation:
     target_ms: float | None
     pick: Callable[[random.Random], Target]
     path: Callable[[Target], str]
-    call: Callable[[PalaceService, RequestContext, Target], object] | None
+    call: Callable[[HierarchyService, RequestContext, Target], object] | None
 
 
 def _drawer_path(target: Target) -> str:
@@ -397,7 +398,7 @@ def time_in_process(
     rng = random.Random(args.seed)
     store = open_palace(root)
     try:
-        service = PalaceService(PalaceRepository(store))
+        service = HierarchyService(HierarchyRepository(store))
         ctx = RequestContext.build()
         completed = []
         for op, timing in zip(operations(found), timings, strict=True):
@@ -508,7 +509,7 @@ def report(
             f"  {timing.operation:<32} {timing.median:8.2f} {timing.quantile(95):8.2f} "
             f"{timing.quantile(99):8.2f}   {verdict(timing):<20}{in_process}"
         )
-    print("  (in-process: the same reads as PalaceService calls, without HTTP)")
+    print("  (in-process: the same reads as HierarchyService calls, without HTTP)")
 
 
 def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -909,7 +909,7 @@ def mine_here(daemon: Any, directory: Path, phase: Phase) -> dict[str, Any]:
     ctx = RequestContext.build(requested_by=REQUESTED_BY)
     submitted = daemon.jobs.submit(ctx, {"type": "mine", "path": str(directory), **phase.body})
     daemon.executor.execute(submitted["id"])
-    row = daemon.executor.repository.get(submitted["id"])
+    row = daemon.jobs.record(submitted["id"])
     if row is None or row["status"] != "completed":
         raise RuntimeError(f"in-process mine job ended {row and row['status']}")
     return row
@@ -919,7 +919,7 @@ def profile_in_process(tree: Tree, root: Path, args: argparse.Namespace) -> list
     """The daemon's four jobs, run here: `JobService.submit`, then `Executor.execute` on this
     thread, which claims the job and runs the mine handler; every store call timed by the
     method that made it, and the Python stages of the pipeline timed apart."""
-    from palace import services
+    from palace import drawers
     from sources import mining
     from sources.directory import DirectoryAdapter
 
@@ -933,7 +933,7 @@ def profile_in_process(tree: Tree, root: Path, args: argparse.Namespace) -> list
                 (DirectoryAdapter, "discover", "DirectoryAdapter.discover (walk the tree)"),
                 (DirectoryAdapter, "read", "DirectoryAdapter.read (read, hash)"),
                 (mining.chunking, "chunk", "chunking.chunk (split into chunks)"),
-                (services, "_derived", "services._derived (digests, dedup keys)"),
+                (drawers, "derived", "drawers.derived (digests, dedup keys)"),
             ):
                 stack.enter_context(timed(profiler, owner, name, label))
             planned = phases(tree, chunk_chars(args))

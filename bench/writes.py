@@ -77,9 +77,10 @@ from kernel.clock import off_whole_second, utc_now  # noqa: E402
 from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store, bundled_migrations  # noqa: E402
-from palace import drawers, services  # noqa: E402
-from palace.repository import PalaceRepository  # noqa: E402
-from palace.services import PalaceService  # noqa: E402
+from palace import drawers  # noqa: E402
+from palace.hierarchy import HierarchyService  # noqa: E402
+from palace.repositories.filing import FilingRepository  # noqa: E402
+from palace.repositories.hierarchy import HierarchyRepository  # noqa: E402
 from tests.daemon import Daemon, wait_for  # noqa: E402
 
 # Bump when the generated palace changes, so a cached palace of the old shape is not reused.
@@ -211,9 +212,9 @@ def open_palace(root: Path, env: dict[str, str] | None = None) -> Store:
 
 
 def derived(content: str) -> dict[str, Any]:
-    """The fields the service stores computed from a drawer's content: `services._derived` where
-    the service has it (it adds deduplication keys), else the two digests."""
-    made = getattr(services, "_derived", None)
+    """The fields the service stores computed from a drawer's content: `drawers.derived` where
+    the palace has it (it adds deduplication keys), else the two digests."""
+    made = getattr(drawers, "derived", None)
     if made is not None:
         return made(content)
     return {
@@ -226,7 +227,7 @@ def derived(content: str) -> dict[str, Any]:
 def drawer_row(
     index: int, seed: int, rooms: dict[tuple[str, str], dict[str, Any]], at: dt.datetime
 ) -> dict[str, Any]:
-    """The row `PalaceService.file` writes for an unnamed manual drawer; keep the two in step."""
+    """The row `FilingService.file` writes for an unnamed manual drawer; keep the two in step."""
     room = rooms[slot_of(index)]
     content = drawer_content(index, seed)
     rng = random.Random(seed * 7_777_777 + index)
@@ -271,7 +272,7 @@ def build_palace(root: Path, args: argparse.Namespace) -> tuple[float, list[str]
     store = open_palace(root)
     try:
         store.migrate()
-        service = PalaceService(PalaceRepository(store))
+        service = HierarchyService(HierarchyRepository(store))
         ctx = RequestContext.build(requested_by=REQUESTED_BY)
         rooms = {
             (wing, room): service.create_room(ctx, wing, {"name": room})
@@ -293,7 +294,7 @@ def build_palace(root: Path, args: argparse.Namespace) -> tuple[float, list[str]
             ]
             store.query("INSERT INTO drawer $rows RETURN NONE", {"rows": rows})
             # As the daemon does in the drawers' own transaction.
-            PalaceRepository(store).index_dedup_keys(rows)
+            FilingRepository(store).index_dedup_keys(rows)
             done = batch_start + len(rows)
             if time.perf_counter() - last_report > 15 or done == args.drawers:
                 last_report = time.perf_counter()
@@ -313,7 +314,7 @@ def build_palace(root: Path, args: argparse.Namespace) -> tuple[float, list[str]
 def check_palace(store: Store, args: argparse.Namespace) -> list[str]:
     """The counts; and if the schema has a full-text index on drawers (the near-copy search of
     some versions uses it), that it was built: each sampled drawer is found by its rarest word."""
-    total = PalaceRepository(store).drawer_total()
+    total = HierarchyRepository(store).drawer_total()
     if total != args.drawers:
         raise RuntimeError(f"the palace holds {total:,} drawers, not {args.drawers:,}")
     checks = [f"{total:,} drawers counted by the tallies"]
@@ -665,7 +666,7 @@ def count_links(root: Path) -> tuple[dict[str, int], int]:
     store = open_palace(root)
     try:
         rows = store.one("SELECT kind, count() AS n FROM similar_to GROUP BY kind")
-        total = PalaceRepository(store).drawer_total()
+        total = HierarchyRepository(store).drawer_total()
     finally:
         store.close()
     return {row["kind"]: row["n"] for row in rows}, total
@@ -845,7 +846,7 @@ class Profiler:
 
 
 def caller() -> str:
-    """The first function outside the store that asked: `PalaceRepository.create_drawers`."""
+    """The first function outside the store that asked: `FilingRepository.create_drawers`."""
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -910,7 +911,7 @@ def profile_in_process(
                 )
                 # Checked once timed, so that the check is not in the figures.
                 for job_id in ids:
-                    row = daemon.executor.repository.get(job_id)
+                    row = daemon.jobs.record(job_id)
                     if row is None or row["status"] != "completed":
                         raise RuntimeError(
                             f"in-process checkpoint job ended {row and row['status']}"

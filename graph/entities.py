@@ -26,8 +26,8 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid, NotFound, StoreFailed
 from kernel.events import EventBus
 from kernel.store import UniqueViolation
-from kernel.validation import body_object, parse_uuid
-from palace.services import DrawerNotFound, refuse_unknown
+from kernel.validation import body_object, parse_uuid, refuse_unknown
+from palace.hierarchy import DrawerNotFound
 
 # The longest entity name or alias recorded.
 MAX_NAME_CHARS = 500

@@ -41,14 +41,14 @@ from kernel.config import Config, ExtractionConfig
 from kernel.errors import InputInvalid, MemCastleError
 from kernel.events import Event
 from kernel.logs import fields
-from palace.services import WingNotFound
+from palace.hierarchy import WingNotFound
 
 if TYPE_CHECKING:
     from graph.extraction_records import ExtractionRecords
     from jobs.run import JobRun
     from jobs.services import JobService
     from kernel.events import EventBus
-    from palace.services import PalaceService
+    from palace.hierarchy import HierarchyService
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ExtractServices(Protocol):
     @property
     def extraction_records(self) -> ExtractionRecords: ...
     @property
-    def palace(self) -> PalaceService: ...
+    def hierarchy(self) -> HierarchyService: ...
     @property
     def jobs(self) -> JobService: ...
     @property
@@ -130,7 +130,7 @@ def parse(body: Mapping[str, Any], services: ExtractServices) -> dict[str, Any]:
         )
     if not services.config.extraction.configured:
         raise ExtractNotConfigured("no extraction provider is configured")
-    wing = services.palace.wing_parameter(body.get("wing"))
+    wing = services.hierarchy.wing_parameter(body.get("wing"))
     return {"wing": wing} if wing is not None else {}
 
 
@@ -157,7 +157,7 @@ class Extraction:
             raise ExtractNotConfigured("no extraction provider is configured")
         self.provider = provider
         self.records = services.extraction_records
-        self.palace = services.palace
+        self.hierarchy = services.hierarchy
         self.state: dict[str, Any] = {
             "drawers": 0,
             "entities": 0,
@@ -173,7 +173,7 @@ class Extraction:
         wing_id = None
         if self.job.params.get("wing") is not None:
             try:
-                wing_id = self.palace.find_wing(self.job.params["wing"])["id"]
+                wing_id = self.hierarchy.find_wing(self.job.params["wing"])["id"]
             except WingNotFound:
                 # Deleted since the job was submitted: nothing of it is left to read.
                 self.job.save(

@@ -25,7 +25,7 @@ from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.validation import parse_instant, parse_limit, parse_uuid
-from palace.services import drawer_listing_view
+from palace.drawers import drawer_listing_view
 
 ENTITY_LIST_LIMIT = 50
 MENTION_LIST_LIMIT = 200

@@ -26,7 +26,7 @@ from kernel.config import JobsConfig
 from kernel.errors import MemCastleError
 from kernel.events import EventBus
 from kernel.logs import fields
-from kernel.store import Statement, Store
+from kernel.store import Statement
 
 logger = logging.getLogger(__name__)
 
@@ -51,15 +51,14 @@ def recovery_move(row: Mapping[str, Any]) -> str:
 class Executor:
     def __init__(
         self,
-        store: Store,
+        repository: JobRepository,
         events: EventBus,
         config: JobsConfig,
         *,
         exclusive_store: bool,
         clock: Callable[[], dt.datetime] = utc_now,
     ) -> None:
-        self.store = store
-        self.repository = JobRepository(store)
+        self._repository = repository
         self.events = events
         self.lease_ttl = dt.timedelta(seconds=config.lease_ttl_secs)
         self.concurrency = config.max_concurrency
@@ -140,7 +139,7 @@ class Executor:
             self._blind_claims += 1
         row = None
         try:
-            row, candidates = self.repository.claim_first(self._claim_changes(NEVER_CLAIMED))
+            row, candidates = self._repository.claim_first(self._claim_changes(NEVER_CLAIMED))
         finally:
             with self._lock:
                 self._blind_claims -= 1
@@ -155,7 +154,7 @@ class Executor:
                 run = self._try_claim(candidate)
                 if run is not None:
                     return run
-            candidates = self.repository.claim_candidates()
+            candidates = self._repository.claim_candidates()
         return None
 
     def _try_claim(self, candidate: Mapping[str, Any]) -> JobRun | None:
@@ -163,7 +162,7 @@ class Executor:
             self._claiming.add(candidate["id"])
         row = None
         try:
-            row = self.repository.compare_and_set(candidate, self._claim_changes(candidate))
+            row = self._repository.compare_and_set(candidate, self._claim_changes(candidate))
         finally:
             with self._lock:
                 self._claiming.discard(candidate["id"])
@@ -195,7 +194,7 @@ class Executor:
 
     def _saver(self, job_id: str) -> Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]:
         def save(checkpoint: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:
-            row = self.repository.fenced_update(
+            row = self._repository.fenced_update(
                 job_id,
                 self.worker_id,
                 {"checkpoint": checkpoint, "progress": progress, "updated_at": self.clock()},
@@ -209,7 +208,7 @@ class Executor:
 
     def _end_statement(self, run: JobRun[Any], result: dict[str, Any]) -> Statement:
         changes = {**run.unsaved, **transition(run.row, "complete", self.clock()), "result": result}
-        return self.repository.end_statement(run.job_id, self.worker_id, changes)
+        return self._repository.end_statement(run.job_id, self.worker_id, changes)
 
     def _run(self, run: JobRun) -> None:
         started = time.monotonic()
@@ -256,7 +255,7 @@ class Executor:
         """
         for _ in range(STOP_ATTEMPTS):
             try:
-                row = self.repository.get(run.job_id)
+                row = self._repository.get(run.job_id)
             except MemCastleError:
                 self._unrecorded(run, "stop")
                 return
@@ -291,9 +290,9 @@ class Executor:
         changes = {**run.unsaved, **transition(seen or run.row, move, self.clock()), **outcome}
         try:
             if seen is None:
-                row = self.repository.fenced_update(run.job_id, self.worker_id, changes)
+                row = self._repository.fenced_update(run.job_id, self.worker_id, changes)
             else:
-                row = self.repository.compare_and_set(seen, changes)
+                row = self._repository.compare_and_set(seen, changes)
         except MemCastleError:
             self._unrecorded(run, move)
             return True
@@ -386,7 +385,7 @@ class Executor:
         runs = dict(self._runs)
         held = {
             row["id"]: row
-            for row in self.repository.renew_leases(
+            for row in self._repository.renew_leases(
                 self.worker_id, runs, self.clock() + self.lease_ttl
             )
         }
@@ -405,7 +404,7 @@ class Executor:
         """Settle the running jobs left without a worker, send a message for every queued job
         (the broker need not have kept any), and start renewing leases."""
         self._recover(expired_only=not self.exclusive_store)
-        for job_id in self.repository.ids_with_status(Status.QUEUED):
+        for job_id in self._repository.ids_with_status(Status.QUEUED):
             self.dispatch(job_id)
         self._start_heartbeat()
 
@@ -416,7 +415,7 @@ class Executor:
         messages are enough however long the queue is."""
         for job_id in self._recover(expired_only=True):
             self.dispatch(job_id)
-        stale = self.repository.queued_since(self.clock() - self.lease_ttl, self.concurrency)
+        stale = self._repository.queued_since(self.clock() - self.lease_ttl, self.concurrency)
         for job_id in stale:
             self.dispatch(job_id)
 
@@ -429,7 +428,7 @@ class Executor:
         """
         now = self.clock()
         queued = []
-        for row in self.repository.rows_with_status(Status.RUNNING):
+        for row in self._repository.rows_with_status(Status.RUNNING):
             with self._lock:
                 if row["id"] in self._runs or row["id"] in self._claiming:
                     continue
@@ -444,7 +443,7 @@ class Executor:
                     "times, its whole budget"
                 )
                 changes["error_code"] = "memcastle::jobs::recovery_exhausted"
-            written = self.repository.compare_and_set(
+            written = self._repository.compare_and_set(
                 row, changes, expired_by=now if expired_only else None
             )
             if written is None:

@@ -88,9 +88,14 @@ def _choice(raw: object, field: str, choices: list[str]) -> str | None:
 
 
 class JobService:
-    def __init__(self, executor: Executor, clock: Callable[[], dt.datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        repository: JobRepository,
+        executor: Executor,
+        clock: Callable[[], dt.datetime] = utc_now,
+    ) -> None:
+        self._repository = repository
         self.executor = executor
-        self._repository: JobRepository = executor.repository
         self.clock = clock
 
     def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:

@@ -109,8 +109,9 @@ class _NotHandedOver:
 
 def service() -> Any:
     """Declares a service a view calls, handed over by the composition root with
-    `as_view(palace=...)` (`memcastle_project.urls`): `palace: PalaceService = service()`.
-    Django's `as_view` takes only keywords the class has an attribute for."""
+    `as_view(hierarchy=...)` (`memcastle_project.urls`):
+    `hierarchy: HierarchyService = service()`. Django's `as_view` takes only keywords the class
+    has an attribute for."""
     return _NotHandedOver()
 
 

@@ -28,6 +28,14 @@ def body_object(data: object) -> Mapping[str, Any]:
     return data
 
 
+def refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """A body with a field the operation does not know is refused, naming the field, so a
+    misspelt one is never silently ignored."""
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise InputInvalid(unknown[0], f"is not a known field (known: {', '.join(allowed)})")
+
+
 def _integer(raw: object, field: str) -> int:
     if isinstance(raw, bool):
         raise InputInvalid(field, "must be a whole number")

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from graph.reads import GraphReads
     from jobs.services import JobService
     from palace.journal import JournalService
+    from palace.revisions import RevisionService
     from palace.search.service import SearchService
-    from palace.services import PalaceService
     from sources.configured import ConfiguredSection
 
 # Where a session keeps its mode (see `server.session_state`).
@@ -43,7 +43,7 @@ class ToolServices(Protocol):
     @property
     def search(self) -> SearchService: ...
     @property
-    def palace(self) -> PalaceService: ...
+    def revisions(self) -> RevisionService: ...
     @property
     def graph_reads(self) -> GraphReads: ...
     @property
@@ -115,7 +115,7 @@ def _recall(call: Call) -> Any:
 
 
 def _history(call: Call) -> Any:
-    return call.services.palace.history(call.ctx, _required(call, "drawer_id"))
+    return call.services.revisions.history(call.ctx, _required(call, "drawer_id"))
 
 
 def _fact_history(call: Call) -> Any:

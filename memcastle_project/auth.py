@@ -16,7 +16,7 @@ from typing import Any
 
 from kernel.context import RequestContext
 from kernel.errors import MemCastleError
-from kernel.store import Store
+from memcastle_project.repository import TokenRepository
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +32,8 @@ def digest(token: str) -> str:
 class TokenService:
     """The generated token's lifecycle, and the check of a presented credential."""
 
-    def __init__(self, store: Store, *, enabled: bool, secret: str | None) -> None:
-        self.store = store
+    def __init__(self, repository: TokenRepository, *, enabled: bool, secret: str | None) -> None:
+        self._repository = repository
         self.enabled = enabled
         self._secret_digest = digest(secret) if secret else None
 
@@ -41,7 +41,7 @@ class TokenService:
         return self._secret_digest is not None or self._stored_digest() is not None
 
     def _stored_digest(self) -> str | None:
-        row = self.store.one("SELECT * FROM ONLY auth_state:token")
+        row = self._repository.stored()
         if not row or row.get("algorithm") != ALGORITHM or row.get("version") != VERSION:
             return None
         return row.get("digest")
@@ -73,11 +73,7 @@ class TokenService:
                 code="memcastle::auth::entropy_unavailable",
             ) from None
         created_at = dt.datetime.now(dt.UTC)
-        self.store.query(
-            "UPSERT auth_state:token CONTENT "
-            "{digest: $digest, algorithm: $algorithm, version: $version, created_at: $at}",
-            {"digest": digest(token), "algorithm": ALGORITHM, "version": VERSION, "at": created_at},
-        )
+        self._repository.replace(digest(token), ALGORITHM, VERSION, created_at)
         logger.info("a new API token was generated (requested by %s)", ctx.requested_by)
         return {
             "token": token,
@@ -87,6 +83,6 @@ class TokenService:
         }
 
     def revoke(self, ctx: RequestContext) -> dict[str, bool]:
-        self.store.query("DELETE auth_state:token")
+        self._repository.delete()
         logger.info("the API token was revoked (requested by %s)", ctx.requested_by)
         return {"revoked": True}

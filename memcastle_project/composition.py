@@ -19,20 +19,31 @@ from graph.repositories.extraction import ExtractionRepository
 from graph.repositories.facts import FactRepository
 from graph.repositories.reads import GraphReadRepository
 from jobs.executor import Executor
+from jobs.repository import JobRepository
 from jobs.services import JobService
 from kernel.config import Config
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
+from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
+from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
+from palace.filing import FilingService
+from palace.hierarchy import HierarchyService
 from palace.journal import JournalService
 from palace.maintenance import Maintenance
-from palace.repository import MaintenanceRepository, PalaceRepository
+from palace.repositories.filing import FilingRepository
+from palace.repositories.hierarchy import HierarchyRepository
+from palace.repositories.journal import JournalRepository
+from palace.repositories.maintenance import MaintenanceRepository
+from palace.repositories.revisions import RevisionRepository
+from palace.revisions import RevisionService
 from palace.search.indexes import SearchIndexes
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from palace.services import PalaceService
 from sources.configured import ConfiguredSection
+from sources.repository import SourceRepository
 from sources.services import SourceService
 
 
@@ -49,7 +60,9 @@ class Services:
     executor: Executor
     jobs: JobService
     tokens: TokenService
-    palace: PalaceService
+    hierarchy: HierarchyService
+    filing: FilingService
+    revisions: RevisionService
     journal: JournalService
     embeddings: EmbeddingService
     indexes: SearchIndexes
@@ -68,15 +81,19 @@ class Services:
 def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     """The services of a daemon listening on `bind_addr` (empty for a standalone worker)."""
     events = EventBus()
-    executor = Executor(store, events, config.jobs, exclusive_store=store.mode == "embedded")
-    jobs = JobService(executor)
-    palace = PalaceService(PalaceRepository(store), events, dedup_config=config.dedup)
+    job_repository = JobRepository(store)
+    executor = Executor(
+        job_repository, events, config.jobs, exclusive_store=store.mode == "embedded"
+    )
+    jobs = JobService(job_repository, executor)
+    hierarchy = HierarchyService(HierarchyRepository(store), events)
+    filing = FilingService(FilingRepository(store), hierarchy, events, dedup_config=config.dedup)
     # One entity service resolves every name, so the names the extract job remembers are one set.
     entities = EntityService(EntityRepository(store), events, fuzzy=config.dedup.entity_fuzzy)
-    embeddings = EmbeddingService(store, config.embeddings)
+    embeddings = EmbeddingService(EmbeddingRepository(store), config.embeddings)
     graph_reads = GraphReads(GraphReadRepository(store))
     indexes = SearchIndexes(
-        store,
+        SearchRepository(store),
         config.palace_path / "search",
         {name: profile.dimensions for name, profile in embeddings.profiles.items()},
     )
@@ -86,22 +103,26 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         events=events,
         executor=executor,
         jobs=jobs,
-        tokens=TokenService(store, enabled=config.auth_enabled, secret=config.auth_token),
-        palace=palace,
-        journal=JournalService(palace),
+        tokens=TokenService(
+            TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
+        ),
+        hierarchy=hierarchy,
+        filing=filing,
+        revisions=RevisionService(RevisionRepository(store), hierarchy, filing, events),
+        journal=JournalService(JournalRepository(store), hierarchy, filing),
         embeddings=embeddings,
         indexes=indexes,
-        search=SearchService(palace, indexes, embeddings, graph_reads),
+        search=SearchService(hierarchy, indexes, embeddings, graph_reads),
         entities=entities,
         facts=FactService(FactRepository(store), entities, events),
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
         graph_reads=graph_reads,
-        sources=SourceService(store, config.mining),
-        maintenance=Maintenance(MaintenanceRepository(store), palace, embeddings, jobs),
+        sources=SourceService(SourceRepository(store), config.mining),
+        maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.
         miners=ConfiguredSection("miner"),
         triggers=ConfiguredSection("trigger"),
-        system=SystemService(config, store, palace, jobs, indexes, embeddings, bind_addr),
+        system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
     )
     executor.services = services
     return services

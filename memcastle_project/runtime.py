@@ -82,11 +82,10 @@ class Runtime:
             self.services.store.close()
 
     def _prepare_palace(self) -> None:
-        palace = self.services.palace
-        filled = palace.backfill_dedup_keys()
+        filled = self.services.filing.backfill_dedup_keys()
         if filled:
             logger.info("gave %d drawers their deduplication keys", filled)
-        paired = palace.pair_unlinked_supersessions()
+        paired = self.services.revisions.pair_unlinked_supersessions()
         if paired:
             logger.info("linked %d drawers superseded before lineage links existed", paired)
 

@@ -14,8 +14,8 @@ from kernel.context import RequestContext
 from kernel.errors import MemCastleError
 from kernel.store import Store
 from palace.embeddings.service import EmbeddingService
+from palace.hierarchy import HierarchyService
 from palace.search.indexes import SearchIndexes
-from palace.services import PalaceService
 
 
 def health() -> dict[str, str]:
@@ -31,7 +31,7 @@ class SystemService:
         self,
         config: Config,
         store: Store,
-        palace: PalaceService,
+        hierarchy: HierarchyService,
         jobs: JobService,
         indexes: SearchIndexes,
         embeddings: EmbeddingService,
@@ -39,7 +39,7 @@ class SystemService:
     ) -> None:
         self.config = config
         self.store = store
-        self.palace = palace
+        self.hierarchy = hierarchy
         self.jobs = jobs
         self.indexes = indexes
         self.embeddings = embeddings
@@ -59,7 +59,7 @@ class SystemService:
         if healthy:
             try:
                 migrations = self.store.migration_state().as_dict()
-                drawers = self.palace.repository.drawer_total()
+                drawers = self.hierarchy.drawer_total()
                 jobs = self.jobs.counts()
             except MemCastleError as exc:
                 healthy, error = False, exc.message

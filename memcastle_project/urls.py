@@ -39,7 +39,8 @@ class URLConf:
 
 
 def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolver]:
-    palace_service = {"palace": services.palace}
+    hierarchy = {"hierarchy": services.hierarchy}
+    revisions = {"revisions": services.revisions}
     graph_reads = {"graph_reads": services.graph_reads}
     entities = {"entities": services.entities}
     journal = {"journal": services.journal}
@@ -49,30 +50,30 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path("api/status", views.StatusView.as_view(system=services.system)),
         path("api/shutdown", views.ShutdownView.as_view(system=services.system)),
         path("api/auth/token", views.TokenView.as_view(tokens=services.tokens)),
-        path("api/wings", palace.WingsView.as_view(**palace_service)),
-        path("api/wings/<str:wing>", palace.WingView.as_view(**palace_service)),
-        path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view(**palace_service)),
-        path("api/wings/<str:wing>/rooms/<str:room>", palace.RoomView.as_view(**palace_service)),
+        path("api/wings", palace.WingsView.as_view(**hierarchy)),
+        path("api/wings/<str:wing>", palace.WingView.as_view(**hierarchy)),
+        path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view(**hierarchy)),
+        path("api/wings/<str:wing>/rooms/<str:room>", palace.RoomView.as_view(**hierarchy)),
         path(
             "api/wings/<str:wing>/rooms/<str:room>/drawers",
-            palace.DrawersView.as_view(**palace_service),
+            palace.DrawersView.as_view(**hierarchy, filing=services.filing),
         ),
         path(
             "api/wings/<str:wing>/rooms/<str:room>/drawers/<path:drawer>",
-            palace.DrawerView.as_view(**palace_service),
+            palace.DrawerView.as_view(**hierarchy),
         ),
-        path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view(**palace_service)),
+        path("api/drawers/<str:drawer_id>", palace.DrawerByIdView.as_view(**hierarchy)),
         path(
             "api/drawers/<str:drawer_id>/supersede",
-            palace.DrawerSupersedeView.as_view(**palace_service),
+            palace.DrawerSupersedeView.as_view(**revisions),
         ),
         path(
             "api/drawers/<str:drawer_id>/history",
-            palace.DrawerHistoryView.as_view(**palace_service),
+            palace.DrawerHistoryView.as_view(**revisions),
         ),
         path(
             "api/drawers/<str:drawer_id>/duplicates",
-            palace.DrawerDuplicatesView.as_view(**palace_service),
+            palace.DrawerDuplicatesView.as_view(filing=services.filing),
         ),
         path(
             "api/drawers/<str:drawer_id>/embedding",

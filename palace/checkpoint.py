@@ -21,13 +21,14 @@ from jobs.replay import unit_id
 from jobs.states import Priority
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, NotFound
+from palace.filing import NOT_RUN, Filed, Filing
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
-from palace.services import NOT_RUN, Filed, Filing
 
 if TYPE_CHECKING:
     from graph.facts import FactService
     from jobs.run import JobRun
-    from palace.services import PalaceService
+    from palace.filing import FilingService
+    from palace.hierarchy import HierarchyService
 
 DESTINATIONS = {
     "preference": "preferences",
@@ -49,11 +50,13 @@ CHUNK = 100
 
 
 class CheckpointServices(Protocol):
-    """What the checkpoint job calls: the palace files the items, the graph applies their
-    facts."""
+    """What the checkpoint job calls: filing files the items (the hierarchy finds those a
+    replayed chunk stored already), the graph applies their facts."""
 
     @property
-    def palace(self) -> PalaceService: ...
+    def hierarchy(self) -> HierarchyService: ...
+    @property
+    def filing(self) -> FilingService: ...
     @property
     def facts(self) -> FactService: ...
 
@@ -201,7 +204,7 @@ def run(job: JobRun[CheckpointServices]) -> dict[str, Any]:
     their derived ids and not filed again. The last chunk's transaction also writes the job's
     end state, unless its items carry facts (applied after their drawers are written).
     """
-    palace = job.services.palace
+    hierarchy, filing = job.services.hierarchy, job.services.filing
     ctx = RequestContext.build(requested_by=job.requested_by)
     items = job.params["payload"]["items"]
     state = {"next_index": 0, "duplicates": 0, "failed": [], **job.checkpoint}
@@ -211,9 +214,9 @@ def run(job: JobRun[CheckpointServices]) -> dict[str, Any]:
     while (start := state["next_index"]) < len(items):
         indexes = range(start, min(start + CHUNK, len(items)))
         ids = {index: unit_id(job.job_id, f"checkpoint-drawer:{index}") for index in indexes}
-        stored = palace.repository.existing_drawer_ids(ids.values()) if start == replayed else set()
+        stored = hierarchy.existing_drawer_ids(ids.values()) if start == replayed else set()
         pending = [index for index in indexes if ids[index] not in stored]
-        batch = palace.prepare_batch(
+        batch = filing.prepare_batch(
             ctx,
             [
                 (*destination_of(items[index]), _filing(items[index], ids[index], job.job_id))
@@ -224,12 +227,12 @@ def run(job: JobRun[CheckpointServices]) -> dict[str, Any]:
         if last and not any("fact" in items[index] for index in indexes):
             ending = _tallied(state, pending, batch.outcomes, indexes.stop)
             _save(job, ending, len(items), last=True)
-            outcomes, ended = palace.write_batch(ctx, batch, job.ending(_result(ending)))
+            outcomes, ended = filing.write_batch(ctx, batch, job.ending(_result(ending)))
             if ended is not NOT_RUN:
                 job.finished(ended)
                 return _result(ending)
         else:
-            outcomes, _ = palace.write_batch(ctx, batch)
+            outcomes, _ = filing.write_batch(ctx, batch)
         evidence = {
             index: filed.drawer
             for index, filed in zip(pending, outcomes, strict=True)
@@ -284,7 +287,7 @@ def _apply_facts(
     facts = job.services.facts
     replayed = [index for index in ids if ids[index] in stored and "fact" in items[index]]
     if replayed:
-        found = job.services.palace.repository.drawers_by_ids(ids[i] for i in replayed)
+        found = job.services.hierarchy.drawers_by_ids(ids[i] for i in replayed)
         evidence.update({index: found[ids[index]] for index in replayed if ids[index] in found})
     failed = []
     for index in sorted(evidence):

@@ -1,4 +1,5 @@
-"""What a drawer is made of: verbatim content, its digests, its source and its provenance."""
+"""What a drawer is made of: verbatim content, its digests, its source and its provenance; and
+how a stored drawer is shown."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel.errors import InputInvalid
+from kernel.events import EventBus
+from palace import dedup
 
 SOURCE_KINDS = ("file", "manual", "transcript", "note", "other")
 PREVIEW_CHARS = 120
+# Fields kept for the daemon's own lookups, never shown.
+INTERNAL_FIELDS = ("dedup_head", "dedup_tail", "dedup_keyed")
 
 
 # What a fingerprint ignores: everything that is not a letter or a digit (`str.isalnum`).
@@ -85,3 +90,46 @@ def check_content(raw: object) -> str:
     if not raw.strip():
         raise InputInvalid("content", "must not be blank")
     return raw
+
+
+def derived(content: str) -> dict[str, Any]:
+    """The content and what is computed from it for every drawer."""
+    return {
+        "content": content,
+        "content_hash": content_hash(content),
+        "fingerprint": fingerprint(content),
+        **dedup.blocking_keys(content),
+        # Listed in `dedup_key` in the same transaction as the drawer is created.
+        "dedup_keyed": True,
+    }
+
+
+def _drawer_common(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Absent optional fields made explicit; lineage links only when set."""
+    view = {
+        key: value for key, value in row.items() if value is not None and key not in INTERNAL_FIELDS
+    }
+    view["name"] = row.get("name")
+    view["valid_to"] = row.get("valid_to")
+    view["source"] = read_source(row.get("source"))
+    return view
+
+
+def drawer_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored drawer verbatim."""
+    view = _drawer_common(row)
+    view["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
+    return view
+
+
+def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry: everything but the content, which only a preview stands for."""
+    view = _drawer_common({k: v for k, v in row.items() if k not in ("head", "length")})
+    view["preview"] = preview(row["head"])
+    view["length"] = row["length"]
+    return view
+
+
+def announce(events: EventBus, drawer: Mapping[str, Any], action: str) -> None:
+    """Tell subscribers a drawer was `created`, `updated` or `deleted`, once it is saved."""
+    events.publish("drawer", action, id=drawer["id"], wing=drawer["wing"], room=drawer["room"])

@@ -1,25 +1,30 @@
 """The journal: notes, an agent's diary, and the wake-up an agent reads when it starts.
 
-Notes and diary entries are written synchronously (not as jobs) through `PalaceService.file`,
+Notes and diary entries are written synchronously (not as jobs) through `FilingService.file`,
 so they are deduplicated and announced like any drawer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
-from kernel.validation import body_object, optional_text, parse_limit, string_list
-from palace import drawers
-from palace.services import (
-    Filing,
-    PalaceService,
-    WingNotFound,
-    drawer_view,
+from kernel.validation import (
+    body_object,
+    optional_text,
+    parse_limit,
     refuse_unknown,
+    string_list,
 )
+from palace import drawers
+from palace.drawers import drawer_view
+from palace.filing import Filing, FilingService
+from palace.hierarchy import HierarchyService, WingNotFound
+from palace.repositories.journal import JournalRepository
 
 NOTE_FIELDS = ("wing", "room", "content", "uri", "tags", "requested_by")
 DIARY_FIELDS = ("agent_identity", "wing", "content", "tags", "requested_by")
@@ -46,8 +51,17 @@ def _agent(raw: object) -> str:
 
 
 class JournalService:
-    def __init__(self, palace: PalaceService) -> None:
-        self.palace = palace
+    def __init__(
+        self,
+        repository: JournalRepository,
+        hierarchy: HierarchyService,
+        filing: FilingService,
+        clock: Callable[[], dt.datetime] = utc_now,
+    ) -> None:
+        self._repository = repository
+        self.hierarchy = hierarchy
+        self.filing = filing
+        self.clock = clock
 
     def write_note(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         """File a note in `<wing>/<room>` (room `notes` by default); an identical note already
@@ -69,7 +83,7 @@ class JournalService:
             tags=string_list(body, "tags") or [],
             source=source,
         )
-        drawer, created = self.palace.file(ctx, wing, room, filing)
+        drawer, created = self.filing.file(ctx, wing, room, filing)
         return {**drawer_view(drawer), "created": created}
 
     def write_diary(self, ctx: RequestContext, data: object) -> dict[str, Any]:
@@ -86,7 +100,7 @@ class JournalService:
             source={"kind": "manual", "agent": agent},
             agent=agent,
         )
-        drawer, created = self.palace.file(ctx, wing, DIARY_ROOM, filing)
+        drawer, created = self.filing.file(ctx, wing, DIARY_ROOM, filing)
         return {**drawer_view(drawer), "created": created}
 
     def read_diary(
@@ -97,7 +111,7 @@ class JournalService:
         agent = _agent(agent_identity)
         page_size = parse_limit(limit, default=DIARY_LIMIT)
         exists, wing_id = self._wing_scope(wing)
-        entries = self.palace.repository.diary_entries(agent, wing_id, page_size) if exists else []
+        entries = self._repository.diary_entries(agent, wing_id, page_size) if exists else []
         return {
             "agent_identity": agent,
             "wing": wing or None,
@@ -126,12 +140,12 @@ class JournalService:
         diary = None
         highlights: list[dict[str, Any]] = []
         if not exists:
-            return {"diary": None, "recent_highlights": [], "generated_at": self.palace.clock()}
+            return {"diary": None, "recent_highlights": [], "generated_at": self.clock()}
         if wing_id is not None:
-            newest = self.palace.repository.diary_entries(agent, wing_id, 1)
+            newest = self._repository.diary_entries(agent, wing_id, 1)
             diary = drawer_view(newest[0]) if newest else None
         used = len(diary["content"].encode()) if diary else 0
-        for drawer in self.palace.repository.checkpoint_highlights(wing_id, items):
+        for drawer in self._repository.checkpoint_highlights(wing_id, items):
             size = len(drawer["content"].encode())
             if used + size > budget:
                 break
@@ -140,7 +154,7 @@ class JournalService:
         return {
             "diary": diary,
             "recent_highlights": highlights,
-            "generated_at": self.palace.clock(),
+            "generated_at": self.clock(),
         }
 
     def _wing_scope(self, wing: object) -> tuple[bool, str | None]:
@@ -152,6 +166,6 @@ class JournalService:
         if not isinstance(wing, str):
             raise InputInvalid("wing", "must be a wing's name")
         try:
-            return True, self.palace.find_wing(wing)["id"]
+            return True, self.hierarchy.find_wing(wing)["id"]
         except WingNotFound:
             return False, None

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from jobs.run import JobRun
     from jobs.services import JobService
     from palace.embeddings.service import EmbeddingService
-    from palace.repository import MaintenanceRepository
-    from palace.services import PalaceService
+    from palace.hierarchy import HierarchyService
+    from palace.repositories.maintenance import MaintenanceRepository
 
 # The most ids a report lists; the counts are always whole.
 LISTED = 1000
@@ -46,12 +46,12 @@ class Maintenance:
     def __init__(
         self,
         repository: MaintenanceRepository,
-        palace: PalaceService,
+        hierarchy: HierarchyService,
         embeddings: EmbeddingService,
         jobs: JobService,
     ) -> None:
         self._repository = repository
-        self.palace = palace
+        self.hierarchy = hierarchy
         self.embeddings = embeddings
         self.jobs = jobs
 
@@ -86,7 +86,7 @@ class Maintenance:
         if not job.params["dry_run"]:
             for drawer in orphans:
                 job.check()
-                self.palace.remove_orphan(drawer)
+                self.hierarchy.remove_orphan(drawer)
                 deleted += 1
         return {
             "dry_run": job.params["dry_run"],

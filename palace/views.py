@@ -1,4 +1,5 @@
-"""REST views for wings, rooms and drawers: parse, call `PalaceService`, render."""
+"""REST views for wings, rooms and drawers, their corrections and the journal: parse, call the
+service, render."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from kernel.rest import (
     request_context,
     service,
 )
+from palace.filing import FilingService
+from palace.hierarchy import HierarchyService
 from palace.journal import JournalService
-from palace.services import PalaceService
+from palace.revisions import RevisionService
 
 NAMED_BODY = inline_serializer(
     "NamedBody",
@@ -120,12 +123,13 @@ DELETED = inline_serializer(
 )
 
 
-# The views of the palace's hierarchy and corrections call `PalaceService`.
-class PalaceView(MemCastleView):
-    palace: PalaceService = service()
+# The views of wings, rooms and drawers call `HierarchyService`; filing a drawer and listing
+# its likely copies call `FilingService`.
+class HierarchyView(MemCastleView):
+    hierarchy: HierarchyService = service()
 
 
-class WingsView(PalaceView):
+class WingsView(HierarchyView):
     @extend_schema(
         summary="List wings with their room and drawer counts",
         parameters=[MODE_PARAMETER],
@@ -135,7 +139,7 @@ class WingsView(PalaceView):
         },
     )
     def get(self, request: Request) -> Response:
-        return Response(self.palace.list_wings(request_context(request)))
+        return Response(self.hierarchy.list_wings(request_context(request)))
 
     @extend_schema(
         summary="Create a wing (200 with created=false when it exists)",
@@ -145,17 +149,17 @@ class WingsView(PalaceView):
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(self.palace.create_wing(ctx, request.data))
+        return created_response(self.hierarchy.create_wing(ctx, request.data))
 
 
-class WingView(PalaceView):
+class WingView(HierarchyView):
     @extend_schema(
         summary="Show a wing by name or UUID",
         parameters=[MODE_PARAMETER],
         responses={200: WING, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str) -> Response:
-        return Response(self.palace.show_wing(request_context(request), wing))
+        return Response(self.hierarchy.show_wing(request_context(request), wing))
 
     @extend_schema(
         summary="Delete a wing with its rooms and drawers",
@@ -163,10 +167,10 @@ class WingView(PalaceView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str) -> Response:
-        return Response(self.palace.delete_wing(request_context(request), wing))
+        return Response(self.hierarchy.delete_wing(request_context(request), wing))
 
 
-class RoomsView(PalaceView):
+class RoomsView(HierarchyView):
     @extend_schema(
         summary="List a wing's rooms with their drawer counts",
         parameters=[MODE_PARAMETER],
@@ -178,7 +182,7 @@ class RoomsView(PalaceView):
         },
     )
     def get(self, request: Request, wing: str) -> Response:
-        return Response(self.palace.list_rooms(request_context(request), wing))
+        return Response(self.hierarchy.list_rooms(request_context(request), wing))
 
     @extend_schema(
         summary="Create a room (and its wing when missing)",
@@ -188,17 +192,17 @@ class RoomsView(PalaceView):
     )
     def post(self, request: Request, wing: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(self.palace.create_room(ctx, wing, request.data))
+        return created_response(self.hierarchy.create_room(ctx, wing, request.data))
 
 
-class RoomView(PalaceView):
+class RoomView(HierarchyView):
     @extend_schema(
         summary="Show a room by name or UUID",
         parameters=[MODE_PARAMETER],
         responses={200: ROOM, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
-        return Response(self.palace.show_room(request_context(request), wing, room))
+        return Response(self.hierarchy.show_room(request_context(request), wing, room))
 
     @extend_schema(
         summary="Delete a room with its drawers",
@@ -206,10 +210,12 @@ class RoomView(PalaceView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str) -> Response:
-        return Response(self.palace.delete_room(request_context(request), wing, room))
+        return Response(self.hierarchy.delete_room(request_context(request), wing, room))
 
 
-class DrawersView(PalaceView):
+class DrawersView(HierarchyView):
+    filing: FilingService = service()
+
     query_parameters = ("limit", "offset")
 
     @extend_schema(
@@ -236,7 +242,7 @@ class DrawersView(PalaceView):
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
         return Response(
-            self.palace.list_drawers(
+            self.hierarchy.list_drawers(
                 request_context(request),
                 wing,
                 room,
@@ -253,17 +259,17 @@ class DrawersView(PalaceView):
     )
     def post(self, request: Request, wing: str, room: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return created_response(self.palace.create_drawer(ctx, wing, room, request.data))
+        return created_response(self.filing.create_drawer(ctx, wing, room, request.data))
 
 
-class DrawerView(PalaceView):
+class DrawerView(HierarchyView):
     @extend_schema(
         summary="Show a drawer by name or UUID within its room",
         parameters=[MODE_PARAMETER],
         responses={200: DRAWER, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str, drawer: str) -> Response:
-        return Response(self.palace.show_drawer(request_context(request), wing, room, drawer))
+        return Response(self.hierarchy.show_drawer(request_context(request), wing, room, drawer))
 
     @extend_schema(
         summary="Delete one drawer",
@@ -271,10 +277,10 @@ class DrawerView(PalaceView):
         responses={200: DELETED, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str, drawer: str) -> Response:
-        return Response(self.palace.delete_drawer(request_context(request), wing, room, drawer))
+        return Response(self.hierarchy.delete_drawer(request_context(request), wing, room, drawer))
 
 
-class DrawerByIdView(PalaceView):
+class DrawerByIdView(HierarchyView):
     @extend_schema(
         summary="Read one drawer by id",
         parameters=[
@@ -284,7 +290,7 @@ class DrawerByIdView(PalaceView):
         responses={200: DRAWER, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(self.palace.show_drawer_by_id(request_context(request), drawer_id))
+        return Response(self.hierarchy.show_drawer_by_id(request_context(request), drawer_id))
 
 
 def another(serializer: serializers.Serializer) -> serializers.Serializer:
@@ -307,7 +313,12 @@ SUPERSEDE_BODY = inline_serializer(
 )
 
 
-class DrawerSupersedeView(PalaceView):
+# Superseding a drawer and reading its history call `RevisionService`.
+class RevisionView(MemCastleView):
+    revisions: RevisionService = service()
+
+
+class DrawerSupersedeView(RevisionView):
     @extend_schema(
         summary="Supersede a drawer with new content, or invalidate it",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -319,10 +330,10 @@ class DrawerSupersedeView(PalaceView):
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
-        return Response(self.palace.supersede(ctx, drawer_id, request.data))
+        return Response(self.revisions.supersede(ctx, drawer_id, request.data))
 
 
-class DrawerHistoryView(PalaceView):
+class DrawerHistoryView(RevisionView):
     @extend_schema(
         summary="Every version of a drawer, oldest first",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -338,10 +349,12 @@ class DrawerHistoryView(PalaceView):
         },
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(self.palace.history(request_context(request), drawer_id))
+        return Response(self.revisions.history(request_context(request), drawer_id))
 
 
-class DrawerDuplicatesView(PalaceView):
+class DrawerDuplicatesView(MemCastleView):
+    filing: FilingService = service()
+
     @extend_schema(
         summary="The drawers linked to this one as likely copies",
         parameters=[MODE_PARAMETER, DRAWER_ID],
@@ -369,7 +382,7 @@ class DrawerDuplicatesView(PalaceView):
         },
     )
     def get(self, request: Request, drawer_id: str) -> Response:
-        return Response(self.palace.duplicates(request_context(request), drawer_id))
+        return Response(self.filing.duplicates(request_context(request), drawer_id))
 
 
 # The views of notes, diary and wake-up call `JournalService`.

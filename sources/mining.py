@@ -28,14 +28,18 @@ from kernel.clock import utc_now
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
+from palace.filing import Filing
+from palace.hierarchy import WingNotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
-from palace.services import DrawerSuperseded, Filing, WingNotFound
+from palace.revisions import DrawerSuperseded
 from sources import chunking, registry
 from sources.adapters import Adapter, CanonicalDocument, RawDocument, SourceRef, check_options
 
 if TYPE_CHECKING:
     from jobs.run import JobRun
-    from palace.services import PalaceService
+    from palace.filing import FilingService
+    from palace.hierarchy import HierarchyService
+    from palace.revisions import RevisionService
     from sources.services import SourceService
 
 PARAMETERS = ("path", "source", "locator", "options", "wing", "full")
@@ -49,11 +53,16 @@ COUNTS = ("documents", "created", "superseded", "retired", "unchanged", "skipped
 
 
 class MineServices(Protocol):
-    """What the mine job calls: the palace files the chunks, the sources service keeps the
-    places mined and their documents."""
+    """What the mine job calls: filing files the chunks, revisions supersede and retire those
+    a document changed, the hierarchy reads what was filed before, the sources service keeps
+    the places mined and their documents."""
 
     @property
-    def palace(self) -> PalaceService: ...
+    def hierarchy(self) -> HierarchyService: ...
+    @property
+    def filing(self) -> FilingService: ...
+    @property
+    def revisions(self) -> RevisionService: ...
     @property
     def sources(self) -> SourceService: ...
 
@@ -98,9 +107,9 @@ def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
     if body.get("wing") is not None:
         if not isinstance(body["wing"], str):
             raise InputInvalid("wing", "must be a wing's name")
-        params["wing"] = _check_wing(services.palace, body["wing"], given=True)
+        params["wing"] = _check_wing(services.hierarchy, body["wing"], given=True)
     else:
-        _check_wing(services.palace, adapter.default_wing(ref), given=False)
+        _check_wing(services.hierarchy, adapter.default_wing(ref), given=False)
     full = body.get("full", False)
     if not isinstance(full, bool):
         raise InputInvalid("full", "must be true or false")
@@ -109,7 +118,7 @@ def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
     return params
 
 
-def _check_wing(palace: PalaceService, name: str, *, given: bool) -> str:
+def _check_wing(hierarchy: HierarchyService, name: str, *, given: bool) -> str:
     """A wing the job may file into: an existing one whatever its name, else a valid new
     name (`memcastle::palace::path_invalid` otherwise). Checked at submission, so a job never
     fails on it after it started."""
@@ -117,7 +126,7 @@ def _check_wing(palace: PalaceService, name: str, *, given: bool) -> str:
         return check_wing_name(name)
     except PathInvalid as exc:
         try:
-            palace.find_wing(name)
+            hierarchy.find_wing(name)
         except WingNotFound:
             if given:
                 raise exc from None
@@ -182,9 +191,11 @@ class Pipeline:
     def __init__(self, job: JobRun[MineServices]) -> None:
         services = job.services
         self.job = job
-        self.palace = services.palace
+        self.hierarchy = services.hierarchy
+        self.filing = services.filing
+        self.revisions = services.revisions
+        self.sources = services.sources
         self.config = services.sources.config
-        self.repository = services.sources.repository
         self.ctx = RequestContext.build(requested_by=job.requested_by)
         params = job.params
         self.adapter = _adapter(self.config, params.get("source", "directory"))
@@ -203,7 +214,7 @@ class Pipeline:
 
     def _run(self) -> dict[str, Any]:
         now = utc_now()
-        row = self.repository.ensure(
+        row = self.sources.ensure(
             {
                 "id": self.source_id,
                 "source": self.ref.source,
@@ -237,7 +248,7 @@ class Pipeline:
             self._file(batch, state, replaying=offset == 0 and replayed is not None)
             state["next_index"] += len(batch)
             state["cursor"] = batch[-1].cursor_after
-            self.repository.advance(self.source_id, state["cursor"], self.job.job_id, utc_now())
+            self.sources.advance(self.source_id, state["cursor"], self.job.job_id, utc_now())
             finished = offset + BATCH >= len(candidates)
             self.job.save(
                 state,
@@ -258,7 +269,7 @@ class Pipeline:
                 state["skipped"] += 1
             else:
                 raws.append(raw)
-        stored = self.repository.documents(self.source_id, [raw.external_id for raw in raws])
+        stored = self.sources.documents(self.source_id, [raw.external_id for raw in raws])
         documents = []
         for raw in raws:
             previous = stored.get(raw.external_id)
@@ -281,7 +292,7 @@ class Pipeline:
         self._revise_and_retire(documents, state)
         self._file_new(documents, state, replaying=replaying)
         now = utc_now()
-        self.repository.record_documents(
+        self.sources.record_documents(
             self.source_id, [self._document_row(document, now) for document in documents]
         )
 
@@ -289,14 +300,14 @@ class Pipeline:
         """Chunks whose text changed supersede the drawer that held them; chunks past a shrunk
         end are retired. Unchanged chunks keep their drawer."""
         old_ids = [chunk["drawer"] for document in documents for chunk in document.previous]
-        old = self.palace.repository.drawers_by_ids(old_ids) if old_ids else {}
+        old = self.hierarchy.drawers_by_ids(old_ids) if old_ids else {}
         for document in documents:
             for chunk in document.previous:
                 index = chunk["index"]
                 drawer = old.get(chunk["drawer"])
                 if index >= len(document.chunks):
                     if drawer is not None and drawer.get("valid_to") is None:
-                        self.palace.retire(drawer)
+                        self.revisions.retire(drawer)
                         state["retired"] += 1
                     continue
                 if chunk["hash"] == document.hashes[index]:
@@ -309,7 +320,7 @@ class Pipeline:
                     document.drawers[index] = new_id  # done before a crash
                     continue
                 try:
-                    revision = self.palace.revise(
+                    revision = self.revisions.revise(
                         self.ctx, drawer, self._filing(document, index, named=False)
                     )
                 except DrawerSuperseded:
@@ -331,7 +342,7 @@ class Pipeline:
             if index not in document.drawers
         ]
         if replaying:
-            done = self.palace.repository.existing_drawer_ids(
+            done = self.hierarchy.existing_drawer_ids(
                 self._chunk_id(document, index) for document, index in wanted
             )
             for document, index in wanted:
@@ -354,7 +365,7 @@ class Pipeline:
             ]
             retry = []
             for (document, index, named), filed in zip(
-                attempts, self.palace.file_batch(self.ctx, entries), strict=True
+                attempts, self.filing.file_batch(self.ctx, entries), strict=True
             ):
                 held = filed.error is not None or not filed.created
                 if named and held:

@@ -1,20 +1,22 @@
-"""What the interfaces ask of mining sources: the adapters this daemon has and the places mined."""
+"""What the interfaces ask of mining sources: the adapters this daemon has and the places mined;
+and what a mine job keeps of a place: its cursor and its documents."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
-from kernel.store import Store
 from sources import registry
 from sources.adapters import describe
 from sources.repository import SourceRepository
 
 
 class SourceService:
-    def __init__(self, store: Store, config: MiningConfig) -> None:
-        self.repository = SourceRepository(store)
+    def __init__(self, repository: SourceRepository, config: MiningConfig) -> None:
+        self._repository = repository
         self.config = config
 
     def list_sources(self, ctx: RequestContext) -> dict[str, Any]:
@@ -23,5 +25,23 @@ class SourceService:
         adapters = registry.available(self.config)
         return {
             "adapters": [describe(adapters[name]) for name in sorted(adapters)],
-            "sources": self.repository.list_sources(),
+            "sources": self._repository.list_sources(),
         }
+
+    # A mine job's place: the caller has checked the memory mode.
+
+    def ensure(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The place with `record["id"]`, recorded from `record` the first time it is mined."""
+        return self._repository.ensure(record)
+
+    def documents(self, source_id: str, external_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The documents of the place already recorded among `external_ids`, by external id."""
+        return self._repository.documents(source_id, external_ids)
+
+    def record_documents(self, source_id: str, documents: list[dict[str, Any]]) -> None:
+        """Record (or replace) documents once their drawers are filed."""
+        self._repository.record_documents(source_id, documents)
+
+    def advance(self, source_id: str, cursor: Any, job_id: str, now: dt.datetime) -> None:
+        """Move the place's cursor past what the job has filed and recorded."""
+        self._repository.advance(source_id, cursor, job_id, now)

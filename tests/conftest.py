@@ -15,9 +15,8 @@ django.setup()
 
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from palace.repository import PalaceRepository  # noqa: E402
-from palace.services import PalaceService  # noqa: E402
 from tests.daemon import Daemon  # noqa: E402
+from tests.palace_services import Palace, build  # noqa: E402
 
 
 @pytest.fixture
@@ -32,8 +31,9 @@ def store() -> Iterator[Store]:
 
 
 @pytest.fixture
-def palace(store: Store) -> PalaceService:
-    return PalaceService(PalaceRepository(store))
+def palace(store: Store) -> Palace:
+    """The palace's hierarchy, filing and revisions services on the fresh palace."""
+    return build(store)
 
 
 @pytest.fixture

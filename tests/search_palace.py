@@ -20,12 +20,14 @@ from kernel.config import EmbeddingsConfig
 from kernel.context import RequestContext
 from kernel.profiles import Profile, parse_profile
 from kernel.store import Store
+from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
-from palace.repository import PalaceRepository
+from palace.filing import Filing
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery, from_body, from_options
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from palace.services import Filing, PalaceService
+from tests.palace_services import build
 
 STANDIN = "standin"
 DIMENSIONS = 8
@@ -40,7 +42,7 @@ def external_profile(name: str = STANDIN, dimensions: int = DIMENSIONS) -> Profi
 
 
 class Clock:
-    """A settable clock: `PalaceService` stamps validity with it, `SearchService` reads
+    """A settable clock: the palace's services stamp validity with it, `SearchService` reads
     "current" from it."""
 
     def __init__(self, start: dt.datetime) -> None:
@@ -89,9 +91,14 @@ class SearchPalace:
         self.store = Store(f"surrealkv://{root / 'db'}")
         self.store.open()
         self.store.migrate()
-        self.palace = PalaceService(PalaceRepository(self.store), clock=clock)
+        palace = build(self.store, clock=clock)
+        self.hierarchy, self.filing, self.revisions = (
+            palace.hierarchy,
+            palace.filing,
+            palace.revisions,
+        )
         self.embeddings = EmbeddingService(
-            self.store,
+            EmbeddingRepository(self.store),
             EmbeddingsConfig(
                 default_profile=None, profiles={profile.name: profile for profile in self.profiles}
             ),
@@ -100,7 +107,7 @@ class SearchPalace:
         self.graph = GraphReads(GraphReadRepository(self.store))
         self.indexes = self._open_indexes()
         self.service = SearchService(
-            self.palace, self.indexes, self.embeddings, self.graph, clock=clock
+            self.hierarchy, self.indexes, self.embeddings, self.graph, clock=clock
         )
 
     @property
@@ -108,7 +115,7 @@ class SearchPalace:
         return self.root / "search"
 
     def _open_indexes(self) -> SearchIndexes:
-        indexes = SearchIndexes(self.store, self.directory, self.indexed_profiles)
+        indexes = SearchIndexes(SearchRepository(self.store), self.directory, self.indexed_profiles)
         indexes.open()
         return indexes
 
@@ -122,7 +129,7 @@ class SearchPalace:
             self.indexed_profiles = dict(indexed_profiles)
         self.indexes = self._open_indexes()
         self.service = SearchService(
-            self.palace, self.indexes, self.embeddings, self.graph, clock=self.clock
+            self.hierarchy, self.indexes, self.embeddings, self.graph, clock=self.clock
         )
 
     def close(self) -> None:
@@ -143,7 +150,7 @@ class SearchPalace:
         drawer_id: str | None = None,
     ) -> dict[str, Any]:
         """File a drawer, an exact copy too (the tests decide what is alike)."""
-        drawer, _ = self.palace.file(
+        drawer, _ = self.filing.file(
             CTX,
             wing,
             room,
@@ -159,7 +166,7 @@ class SearchPalace:
         return drawer
 
     def file_many(self, entries: Sequence[tuple[str, str, Filing]]) -> list[dict[str, Any]]:
-        filed = self.palace.file_batch(CTX, list(entries))
+        filed = self.filing.file_batch(CTX, list(entries))
         assert all(entry.error is None and entry.drawer is not None for entry in filed)
         return [entry.drawer for entry in filed if entry.drawer is not None]
 
@@ -169,7 +176,7 @@ class SearchPalace:
         """Close the drawer at `at` and, with content, file its replacement from `at`;
         returns the replacement."""
         self.clock.set(at)
-        answer = self.palace.supersede(
+        answer = self.revisions.supersede(
             CTX, drawer_id, {} if content is None else {"content": content}
         )
         return answer["replacement"]

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from jobs.repository import JobRepository
 from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
 from kernel.store import Store
 from memcastle_project.composition import Services, compose
 from palace import checkpoint
-from palace.services import Filing
+from palace.filing import Filing
 
 ITEMS = checkpoint.CHUNK + 50
 
@@ -58,7 +59,7 @@ def recover_and_run(daemon: Services, job_id: str) -> dict[str, Any]:
     """What the next daemon does: re-queue the running job, then run it."""
     daemon.executor.start_up()
     daemon.executor.execute(job_id)
-    row = daemon.executor.repository.get(job_id)
+    row = daemon.jobs.record(job_id)
     assert row is not None
     return row
 
@@ -76,7 +77,7 @@ def test_the_last_chunk_is_written_with_the_end_state(
 
     monkeypatch.setattr(store, "transaction", recorded)
     daemon.executor.execute(job_id)
-    row = daemon.executor.repository.get(job_id)
+    row = daemon.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "completed"
     assert row["progress"]["current"] == row["progress"]["total"] == ITEMS
@@ -107,7 +108,7 @@ def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
     monkeypatch.setattr(store, "transaction", die_before_the_commit)
     with pytest.raises(Died):
         daemon.executor.execute(job_id)
-    row = daemon.executor.repository.get(job_id)
+    row = daemon.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "running"
     assert row["checkpoint"]["next_index"] == checkpoint.CHUNK
@@ -124,24 +125,26 @@ def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
     daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = submit(daemon)
-    repository = daemon.executor.repository
-    write = repository.fenced_update
+    # The executor's repository is the composition root's own: its class is patched.
+    write = JobRepository.fenced_update
 
-    def die_before_the_checkpoint(job: str, owner: str, changes: dict[str, Any]) -> Any:
+    def die_before_the_checkpoint(
+        repository: JobRepository, job: str, owner: str, changes: dict[str, Any]
+    ) -> Any:
         if changes.get("checkpoint", {}).get("next_index") == checkpoint.CHUNK:
             raise Died
-        return write(job, owner, changes)
+        return write(repository, job, owner, changes)
 
-    monkeypatch.setattr(repository, "fenced_update", die_before_the_checkpoint)
+    monkeypatch.setattr(JobRepository, "fenced_update", die_before_the_checkpoint)
     with pytest.raises(Died):
         daemon.executor.execute(job_id)
-    row = repository.get(job_id)
+    row = daemon.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "running"
     assert row["checkpoint"] == {}
     assert len(drawers_of(store, job_id)) == checkpoint.CHUNK
 
-    monkeypatch.setattr(repository, "fenced_update", write)
+    monkeypatch.setattr(JobRepository, "fenced_update", write)
     row = recover_and_run(daemon, job_id)
     assert (row["status"], row["attempt"]) == ("completed", 2)
     assert row["result"] == {"items": ITEMS, "duplicates": 0}
@@ -161,18 +164,18 @@ def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
             },
         },
     )
-    prepare = daemon.palace.prepare_batch
+    prepare = daemon.filing.prepare_batch
 
     def another_request_meanwhile(ctx: RequestContext, entries: list) -> Any:
-        monkeypatch.setattr(daemon.palace, "prepare_batch", prepare)
+        monkeypatch.setattr(daemon.filing, "prepare_batch", prepare)
         batch = prepare(ctx, entries)
-        daemon.palace.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
+        daemon.filing.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
         return batch
 
-    monkeypatch.setattr(daemon.palace, "prepare_batch", another_request_meanwhile)
+    monkeypatch.setattr(daemon.filing, "prepare_batch", another_request_meanwhile)
     daemon.executor.execute(job["id"])
 
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row is not None
     assert row["status"] == "completed"
     assert row["result"]["items"] == 2

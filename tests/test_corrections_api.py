@@ -198,7 +198,7 @@ def test_supersede_without_content_invalidates(
 
 def test_an_invalidated_drawer_gives_up_its_name(client: httpx.Client, wing_name: str) -> None:
     # The brief and docs/concepts.md ("An invalidated drawer keeps its name") say otherwise;
-    # this follows PalaceRepository.supersede, which frees the name on purpose ("the name is
+    # this follows RevisionRepository.supersede, which frees the name on purpose ("the name is
     # free for what is true now").
     old = file(client, wing_name, "r", "The office is on the 3rd floor.", name="office")
     closed = supersede(client, old["id"])["superseded"]

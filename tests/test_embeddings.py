@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -48,8 +49,10 @@ from kernel.store import Store
 from memcastle_project.composition import Services, compose
 from palace.embeddings import local, providers
 from palace.embeddings.job import EmbedSweeper
+from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
-from palace.services import DrawerNotFound, Filing
+from palace.filing import Filing
+from palace.hierarchy import DrawerNotFound
 from tests.daemon import wait_for
 
 # A command provider: deterministic vectors from each text's SHA-256. Its argv is
@@ -351,7 +354,7 @@ provider = "external"
 dimensions = 4
 """,
     )
-    return EmbeddingService(store, config)
+    return EmbeddingService(EmbeddingRepository(store), config)
 
 
 def test_no_name_is_the_default_profile_and_an_unknown_name_is_refused(
@@ -367,7 +370,7 @@ def test_no_name_is_the_default_profile_and_an_unknown_name_is_refused(
     assert "local, theirs" in refused.value.message
     with pytest.raises(InputInvalid):
         service.profile(7)  # type: ignore[arg-type]
-    without = EmbeddingService(store, EmbeddingsConfig(default_profile=None))
+    without = EmbeddingService(EmbeddingRepository(store), EmbeddingsConfig(default_profile=None))
     assert without.default is None
     with pytest.raises(EmbedNotConfigured) as not_configured:
         without.profile(None)
@@ -810,7 +813,7 @@ def file_drawers(daemon: Services, wing: str, count: int, prefix: str = "") -> l
     """Drawers filed one at a time, so each has a later created_at than the one before."""
     ids = []
     for n in range(count):
-        drawer, _ = daemon.palace.file(
+        drawer, _ = daemon.filing.file(
             CTX, wing, "room", Filing(content=f"{prefix}{wing} memory number {n}")
         )
         ids.append(drawer["id"])
@@ -818,13 +821,30 @@ def file_drawers(daemon: Services, wing: str, count: int, prefix: str = "") -> l
 
 
 def content_of(daemon: Services, drawer_id: str) -> str:
-    return daemon.palace.show_drawer_by_id(CTX, drawer_id)["content"]
+    return daemon.hierarchy.show_drawer_by_id(CTX, drawer_id)["content"]
+
+
+def test_missing_lists_the_drawers_without_a_vector_oldest_first(daemon: Services) -> None:
+    ids = file_drawers(daemon, "w", 3)
+    (elsewhere,) = file_drawers(daemon, "other", 1)
+    theirs = daemon.embeddings.profile("theirs")
+    daemon.embeddings.store_vectors(theirs, {ids[1]: np.array([[1.0, 0.0]], dtype=np.float32)})
+    wing_id = daemon.hierarchy.find_wing("w")["id"]
+    assert daemon.embeddings.missing(theirs, wing_id) == [ids[0], ids[2]]
+    assert daemon.embeddings.missing(theirs, None) == [ids[0], ids[2], elsewhere]
+    assert daemon.embeddings.missing(daemon.embeddings.profile("stub"), wing_id) == ids
+
+
+def test_contents_are_those_of_the_drawers_that_exist(daemon: Services) -> None:
+    (drawer,) = file_drawers(daemon, "w", 1)
+    gone = str(uuid.uuid4())
+    assert daemon.embeddings.contents([drawer, gone]) == {drawer: "w memory number 0"}
 
 
 def run_embed(daemon: Services, **params: Any) -> dict[str, Any]:
     job = daemon.jobs.submit(CTX, {"type": "embed", **params})
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row is not None
     return row
 
@@ -846,7 +866,7 @@ def test_attach_stores_a_callers_vector_with_its_profiles_provenance(
         "dimensions": 2,
         "provenance": provenance,
     }
-    row = daemon.embeddings.repository.get(drawer, "theirs")
+    row = EmbeddingRepository(daemon.store).get(drawer, "theirs")
     assert row is not None
     assert row["vectors"] == [pytest.approx([0.6, 0.8])]
     assert row["provenance"] == provenance
@@ -854,10 +874,10 @@ def test_attach_stores_a_callers_vector_with_its_profiles_provenance(
     # Replacing it is allowed; another profile's vector is kept beside it.
     daemon.embeddings.attach(CTX, drawer, {"profile": "theirs", "embedding": [0, 1]})
     daemon.embeddings.attach(CTX, drawer, {"profile": "stub", "embedding": [1, 0, 0, 0]})
-    assert daemon.embeddings.repository.get(drawer, "theirs")["vectors"] == [[0.0, 1.0]]
-    assert daemon.embeddings.repository.embedded("stub") == {drawer}
+    assert EmbeddingRepository(daemon.store).get(drawer, "theirs")["vectors"] == [[0.0, 1.0]]
+    assert EmbeddingRepository(daemon.store).embedded("stub") == {drawer}
     # A drawer's view never carries a vector.
-    view = daemon.palace.show_drawer_by_id(CTX, drawer)
+    view = daemon.hierarchy.show_drawer_by_id(CTX, drawer)
     assert not {"embedding", "embeddings", "vectors"} & set(view)
 
 
@@ -888,7 +908,7 @@ def test_attach_to_a_missing_drawer_is_not_found_and_stores_nothing(
     missing = "00000000-0000-4000-8000-000000000000"
     with pytest.raises(DrawerNotFound):
         daemon.embeddings.attach(CTX, missing, {"profile": "theirs", "embedding": [1, 2]})
-    assert daemon.embeddings.repository.get(missing, "theirs") is None
+    assert EmbeddingRepository(daemon.store).get(missing, "theirs") is None
     with pytest.raises(InputInvalid) as refused:
         daemon.embeddings.attach(CTX, "not-a-uuid", {"profile": "theirs", "embedding": [1, 2]})
     assert refused.value.field == "id"
@@ -901,7 +921,7 @@ def test_attach_is_a_write(daemon: Services) -> None:
             daemon.embeddings.attach(
                 RequestContext.build(mode=mode), drawer, {"profile": "theirs", "embedding": [1, 2]}
             )
-    assert daemon.embeddings.repository.get(drawer, "theirs") is None
+    assert EmbeddingRepository(daemon.store).get(drawer, "theirs") is None
 
 
 def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: Services) -> None:
@@ -909,11 +929,11 @@ def test_a_deleted_drawer_takes_its_vectors_with_it(daemon: Services) -> None:
     other = file_drawers(daemon, "gone", 1)[0]
     for drawer in (kept, deleted, other):
         daemon.embeddings.attach(CTX, drawer, {"profile": "theirs", "embedding": [1, 2]})
-    daemon.palace.delete_drawer(CTX, "w", "room", deleted)
-    daemon.palace.delete_wing(CTX, "gone")
-    assert daemon.embeddings.repository.embedded("theirs") == {kept}
-    assert daemon.embeddings.repository.get(deleted, "theirs") is None
-    assert daemon.embeddings.repository.get(other, "theirs") is None
+    daemon.hierarchy.delete_drawer(CTX, "w", "room", deleted)
+    daemon.hierarchy.delete_wing(CTX, "gone")
+    assert EmbeddingRepository(daemon.store).embedded("theirs") == {kept}
+    assert EmbeddingRepository(daemon.store).get(deleted, "theirs") is None
+    assert EmbeddingRepository(daemon.store).get(other, "theirs") is None
 
 
 def test_the_embed_job_embeds_the_oldest_first_in_batches(
@@ -921,7 +941,7 @@ def test_the_embed_job_embeds_the_oldest_first_in_batches(
 ) -> None:
     ids = file_drawers(daemon, "w", 7)
     # A superseded drawer is embedded too; its replacement is newer than all the others.
-    revision = daemon.palace.supersede(CTX, ids[2], {"content": "w memory number 2, corrected"})
+    revision = daemon.revisions.supersede(CTX, ids[2], {"content": "w memory number 2, corrected"})
     replacement = revision["replacement"]["id"]
     row = run_embed(daemon)
     assert row["status"] == "completed"
@@ -929,8 +949,8 @@ def test_the_embed_job_embeds_the_oldest_first_in_batches(
     assert row["progress"] == {"current": 8, "total": 8, "message": "done"}
     expected = [content_of(daemon, drawer) for drawer in [*ids, replacement]]
     assert recording.calls == [expected[0:3], expected[3:6], expected[6:8]]
-    assert daemon.embeddings.repository.embedded("stub") == {*ids, replacement}
-    stored = daemon.embeddings.repository.get(ids[0], "stub")
+    assert EmbeddingRepository(daemon.store).embedded("stub") == {*ids, replacement}
+    stored = EmbeddingRepository(daemon.store).get(ids[0], "stub")
     assert stored is not None
     assert stored["provenance"] == daemon.embeddings.profile("stub").provenance()
     np.testing.assert_allclose(stored["vectors"][0], stub_vector(expected[0], 4), atol=1e-6)
@@ -951,7 +971,7 @@ def test_the_embed_job_skips_drawers_that_already_have_a_vector(
     assert row["result"] == {"embedded": 3, "profile": "stub"}
     assert recording.texts == [content_of(daemon, d) for d in (ids[0], ids[2], ids[3])]
     # The caller's vector was kept.
-    assert daemon.embeddings.repository.get(ids[1], "stub")["vectors"] == [[1.0, 0, 0, 0]]
+    assert EmbeddingRepository(daemon.store).get(ids[1], "stub")["vectors"] == [[1.0, 0, 0, 0]]
 
 
 def test_the_embed_job_can_be_limited_to_one_wing(daemon: Services, recording: Recording) -> None:
@@ -960,9 +980,9 @@ def test_the_embed_job_can_be_limited_to_one_wing(daemon: Services, recording: R
     row = run_embed(daemon, wing="mine")
     assert row["kind"] == {"type": "embed", "wing": "mine"}
     assert row["result"] == {"embedded": 2, "profile": "stub"}
-    assert daemon.embeddings.repository.embedded("stub") == set(mine)
+    assert EmbeddingRepository(daemon.store).embedded("stub") == set(mine)
     assert run_embed(daemon)["result"]["embedded"] == 2
-    assert daemon.embeddings.repository.embedded("stub") == {*mine, *others}
+    assert EmbeddingRepository(daemon.store).embedded("stub") == {*mine, *others}
 
 
 def test_a_paused_embed_job_resumes_without_embedding_twice(
@@ -977,15 +997,15 @@ def test_a_paused_embed_job_resumes_without_embedding_twice(
 
     recording.during = pause_during_the_second_batch
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row["status"] == "paused"
     assert row["checkpoint"] == {"embedded": 6, "profile": "stub"}
     assert row["progress"] == {"current": 6, "total": 8, "message": "drawer 6 of 8"}
-    assert len(daemon.embeddings.repository.embedded("stub")) == 6
+    assert len(EmbeddingRepository(daemon.store).embedded("stub")) == 6
     recording.during = None
     daemon.jobs.control("resume", job["id"])
     daemon.executor.execute(job["id"])
-    row = daemon.executor.repository.get(job["id"])
+    row = daemon.jobs.record(job["id"])
     assert row["status"] == "completed"
     assert row["result"] == {"embedded": 8, "profile": "stub"}
     assert row["progress"]["current"] == row["progress"]["total"] == 8
@@ -997,8 +1017,8 @@ def test_a_cancelled_embed_job_keeps_what_it_stored(daemon: Services, recording:
     job = daemon.jobs.submit(CTX, {"type": "embed"})
     recording.during = lambda call: call == 1 and daemon.jobs.control("cancel", job["id"])
     daemon.executor.execute(job["id"])
-    assert daemon.executor.repository.get(job["id"])["status"] == "cancelled"
-    assert len(daemon.embeddings.repository.embedded("stub")) == 3
+    assert daemon.jobs.record(job["id"])["status"] == "cancelled"
+    assert len(EmbeddingRepository(daemon.store).embedded("stub")) == 3
 
 
 def test_a_drawer_deleted_during_its_batch_is_not_embedded(
@@ -1008,14 +1028,14 @@ def test_a_drawer_deleted_during_its_batch_is_not_embedded(
 
     def delete_one(call: int) -> None:
         if call == 1:
-            daemon.palace.delete_drawer(CTX, "w", "room", ids[1])
+            daemon.hierarchy.delete_drawer(CTX, "w", "room", ids[1])
 
     recording.during = delete_one
     row = run_embed(daemon)
     assert row["result"] == {"embedded": 3, "profile": "stub"}
     assert row["progress"]["total"] == 3
-    assert daemon.embeddings.repository.embedded("stub") == {ids[0], ids[2], ids[3]}
-    assert daemon.embeddings.repository.get(ids[1], "stub") is None
+    assert EmbeddingRepository(daemon.store).embedded("stub") == {ids[0], ids[2], ids[3]}
+    assert EmbeddingRepository(daemon.store).get(ids[1], "stub") is None
 
 
 def test_a_failing_provider_fails_the_job_and_keeps_the_batches_before(
@@ -1027,7 +1047,7 @@ def test_a_failing_provider_fails_the_job_and_keeps_the_batches_before(
     assert row["status"] == "failed"
     assert row["error_code"] == "memcastle::embed::failed"
     assert "exited with status 3" in row["error"]
-    assert len(daemon.embeddings.repository.embedded("stub")) == 3
+    assert len(EmbeddingRepository(daemon.store).embedded("stub")) == 3
 
 
 def test_embed_needs_a_default_profile_that_can_embed(store: Store, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from jobs.repository import JobRepository
 from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
@@ -87,26 +88,28 @@ def test_a_replayed_chunk_applies_its_facts_once(
         ],
         "second",
     )
-    repository = daemon.executor.repository
-    write = repository.fenced_update
+    # The executor's repository is the composition root's own: its class is patched.
+    write = JobRepository.fenced_update
 
-    def lose_the_end_state(job: str, owner: str, changes: dict[str, Any]) -> Any:
+    def lose_the_end_state(
+        repository: JobRepository, job: str, owner: str, changes: dict[str, Any]
+    ) -> Any:
         if changes.get("status") == "completed":
             raise StoreFailed("the process died before this write")
-        return write(job, owner, changes)
+        return write(repository, job, owner, changes)
 
-    monkeypatch.setattr(repository, "fenced_update", lose_the_end_state)
+    monkeypatch.setattr(JobRepository, "fenced_update", lose_the_end_state)
     daemon.executor.execute(second)
-    row = repository.get(second)
+    row = daemon.jobs.record(second)
     assert row is not None and row["status"] == "running"
     applied = graph_rows(store)
     assert len(applied["relates_to"]) == 5
     assert len(applied["fact_link"]) == 3
 
-    monkeypatch.setattr(repository, "fenced_update", write)
+    monkeypatch.setattr(JobRepository, "fenced_update", write)
     daemon.executor.start_up()
     daemon.executor.execute(second)
-    row = repository.get(second)
+    row = daemon.jobs.record(second)
     assert row is not None and row["status"] == "completed"
     assert row["attempt"] == 2
     assert row["result"] == {"items": FILLER + 4, "duplicates": 0}

@@ -33,7 +33,9 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.events import Event
 from kernel.store import Store
-from palace.services import Filing, PalaceService, WingNotFound
+from palace.filing import Filing
+from palace.hierarchy import WingNotFound
+from tests.palace_services import Palace
 
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
 
@@ -140,14 +142,16 @@ def graph(store: Store) -> RecordingGraph:
 
 
 @pytest.fixture
-def services(palace: PalaceService, graph: RecordingGraph) -> SimpleNamespace:
+def services(palace: Palace, graph: RecordingGraph) -> SimpleNamespace:
     return install(palace, graph, HEURISTIC)
 
 
-def install(palace: PalaceService, graph: Any, config: ExtractionConfig) -> SimpleNamespace:
+def install(palace: Palace, graph: Any, config: ExtractionConfig) -> SimpleNamespace:
     """What the extract job calls, with `graph` in the place of `ExtractionRecords`."""
     return SimpleNamespace(
-        config=SimpleNamespace(extraction=config), palace=palace, extraction_records=graph
+        config=SimpleNamespace(extraction=config),
+        hierarchy=palace.hierarchy,
+        extraction_records=graph,
     )
 
 
@@ -167,7 +171,7 @@ def mined(document: str, chunk: int = 0, **origin: Any) -> dict[str, Any]:
 
 
 def file(
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     content: str,
     source: dict[str, Any],
@@ -175,7 +179,7 @@ def file(
     wing: str = "work",
     valid_from: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    drawer, created = palace.file(
+    drawer, created = palace.filing.file(
         ctx, wing, "room", Filing(content=content, source=source, valid_from=valid_from)
     )
     assert created
@@ -188,7 +192,7 @@ def run(job: FakeJob) -> dict[str, Any]:
 
 def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -199,7 +203,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
     file(palace, ctx, "Dave uses Emacs.", {"kind": "manual", "agent": "x"}, wing="diaries")
     b = file(palace, ctx, "Erin joined Acme Corp.", mined("b.md"))
     closed = file(palace, ctx, "Frank uses Git.", mined("c.md"))
-    palace.retire(closed)
+    palace.revisions.retire(closed)
     job = FakeJob(services)
     assert run(job) == {"drawers": 3, "entities": 6, "relations": 3, "closed": 0}
     assert graph.read == [a["id"], note["id"], b["id"]]
@@ -225,7 +229,7 @@ def test_current_mined_drawers_and_notes_are_read_oldest_first_in_batches(
 
 
 def test_a_wing_narrows_the_selection(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     file(palace, ctx, "Alice works on Atlas.", mined("a.md"), wing="one")
     other = file(palace, ctx, "Bob uses Vim.", mined("b.md"), wing="two")
@@ -239,7 +243,7 @@ def test_a_wing_narrows_the_selection(
 
 def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_now(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -283,7 +287,7 @@ def test_facts_are_valid_from_the_source_time_else_the_drawer_never_later_than_n
 
 def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -292,11 +296,11 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
     retired = file(palace, ctx, "Bob uses Vim.", mined("b.md"))
     quiet = file(palace, ctx, "nothing named here.", mined("c.md"))
     run(FakeJob(services))
-    revision = palace.revise(
+    revision = palace.revisions.revise(
         ctx, old, Filing(content="Atlas is based in Paris.", source=mined("a.md"))
     )
-    closed_retired = palace.retire(retired)
-    palace.retire(quiet)
+    closed_retired = palace.revisions.retire(retired)
+    palace.revisions.retire(quiet)
     result = run(FakeJob(services))
     # `quiet` had no open fact: nothing to close.
     assert result == {"drawers": 1, "entities": 2, "relations": 1, "closed": 2}
@@ -315,12 +319,14 @@ def test_a_superseded_drawer_has_its_facts_closed_and_its_replacement_linked(
 
 
 def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     first = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
     run(FakeJob(services))
-    second = palace.revise(ctx, first, Filing("Atlas is based in Rome.", source=mined("a.md")))
-    third = palace.revise(
+    second = palace.revisions.revise(
+        ctx, first, Filing("Atlas is based in Rome.", source=mined("a.md"))
+    )
+    third = palace.revisions.revise(
         ctx, second.replacement, Filing("Atlas is based in Oslo.", source=mined("a.md"))
     )
     run(FakeJob(services))
@@ -333,11 +339,11 @@ def test_a_replacement_links_to_the_nearest_predecessor_that_was_read(
 
 
 def test_a_resumed_run_links_what_it_recorded_before_a_crash(
-    palace: PalaceService, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
+    palace: Palace, ctx: RequestContext, graph: RecordingGraph, services: SimpleNamespace
 ) -> None:
     old = file(palace, ctx, "Atlas is based in Berlin.", mined("a.md"))
     run(FakeJob(services))
-    new = palace.revise(ctx, old, Filing("Atlas is based in Rome.", source=mined("a.md")))
+    new = palace.revisions.revise(ctx, old, Filing("Atlas is based in Rome.", source=mined("a.md")))
     job = FakeJob(services)
     # The first attempt recorded the replacement and crashed before linking it.
     graph.record_extraction(
@@ -372,7 +378,7 @@ class FailingAfter:
 
 
 def test_a_failing_provider_fails_the_run_and_the_next_reads_what_is_left(
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     monkeypatch: pytest.MonkeyPatch,
@@ -390,7 +396,7 @@ def test_a_failing_provider_fails_the_run_and_the_next_reads_what_is_left(
 
 def test_submission_is_refused_without_a_provider_and_checks_its_parameters(
     store: Store,
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     graph: RecordingGraph,
     services: SimpleNamespace,
@@ -444,7 +450,7 @@ def sweeping(config: ExtractionConfig, store: Store) -> Any:
 
 
 def test_the_sweeper_looks_for_notes_among_filed_drawers(
-    store: Store, palace: PalaceService, ctx: RequestContext
+    store: Store, palace: Palace, ctx: RequestContext
 ) -> None:
     sweeper = extraction.ExtractSweeper(sweeping(HEURISTIC, store))
     manual = file(palace, ctx, "Carol owns Atlas.", {"kind": "manual"})

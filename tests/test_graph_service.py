@@ -24,8 +24,9 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
 from kernel.events import EventBus
 from kernel.store import Store
-from palace.repository import PalaceRepository
-from palace.services import DrawerNotFound, Filing, PalaceService
+from palace.filing import Filing
+from palace.hierarchy import DrawerNotFound
+from tests.palace_services import Palace, build
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)
 
@@ -77,8 +78,8 @@ def graph(store: Store, clock: Clock) -> Graph:
 
 
 @pytest.fixture
-def palace(store: Store, clock: Clock) -> PalaceService:
-    return PalaceService(PalaceRepository(store), clock=clock)
+def palace(store: Store, clock: Clock) -> Palace:
+    return build(store, clock=clock)
 
 
 @pytest.fixture
@@ -86,14 +87,14 @@ def ctx() -> RequestContext:
     return RequestContext.build()
 
 
-def drawer(palace: PalaceService, ctx: RequestContext, content: str, **source: Any) -> dict:
-    filed, _ = palace.file(
+def drawer(palace: Palace, ctx: RequestContext, content: str, **source: Any) -> dict:
+    filed, _ = palace.filing.file(
         ctx, "graph", "notes", Filing(content=content, source={"kind": "manual", **source})
     )
     return filed
 
 
-def mined(palace: PalaceService, ctx: RequestContext, content: str, document: str) -> dict:
+def mined(palace: Palace, ctx: RequestContext, content: str, document: str) -> dict:
     record = drawer(palace, ctx, content)
     record["source"] = {
         "kind": "file",
@@ -117,7 +118,7 @@ def entity_id(graph: Graph, name: str, kind: str = "other") -> str:
 
 
 def test_record_extraction_writes_everything_once(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, store: Store
+    graph: Graph, palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     source = mined(palace, ctx, "Alice works on MemCastle. MemCastle uses SurrealDB.", "team.md")
     entities = [
@@ -177,7 +178,7 @@ def test_record_extraction_writes_everything_once(
 
 
 def test_an_empty_answer_still_writes_the_marker(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, store: Store
+    graph: Graph, palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     source = drawer(palace, ctx, "nothing to see")
     assert graph.records.record_extraction(
@@ -188,7 +189,7 @@ def test_an_empty_answer_still_writes_the_marker(
 
 
 def test_extracted_validity_is_never_later_than_now(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     source = drawer(palace, ctx, "A uses B")
     graph.records.record_extraction(
@@ -208,7 +209,7 @@ def located(graph: Graph, source: dict, place: str, confidence: float = 0.6) -> 
 
 
 def test_inferred_confirms_and_contradicts(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     first = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, first, "Berlin")
@@ -245,7 +246,7 @@ def test_inferred_confirms_and_contradicts(
 
 
 def test_multi_valued_predicates_get_no_contradiction(
-    graph: Graph, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: Palace, ctx: RequestContext
 ) -> None:
     for tool in ("Python", "Rust"):
         graph.records.record_extraction(
@@ -261,7 +262,7 @@ def test_multi_valued_predicates_get_no_contradiction(
 
 
 def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
@@ -327,7 +328,7 @@ def link_kinds(row: dict) -> list[str]:
 
 
 def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confirm(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     berlin = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, berlin, "Berlin")
@@ -355,7 +356,7 @@ def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confi
 
 
 def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     # A file said Berlin; it was edited on day 1 (its `occurred_at`) and mined again on day 2,
     # which closed the old drawer's facts then: the two revisions' facts overlap on day 1.
@@ -387,12 +388,12 @@ def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them
     assert link_kinds(every[old["id"]]) == ["supersedes"]
 
 
-def checkpoint_drawer(palace: PalaceService, ctx: RequestContext, text: str) -> dict:
+def checkpoint_drawer(palace: Palace, ctx: RequestContext, text: str) -> dict:
     return drawer(palace, ctx, text)
 
 
 def test_checkpoint_add_supersede_invalidate_link(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock, store: Store
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock, store: Store
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "The backend is deployed on Fly.")
     fact = {"op": "add", "subject": "backend", "predicate": " Deployed_On ", "object": "Fly"}
@@ -478,7 +479,7 @@ def test_checkpoint_add_supersede_invalidate_link(
 
 
 def test_checkpoint_link_makes_an_explicit_conflict(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     one = checkpoint_drawer(palace, ctx, "Standups are at nine.")
     two = checkpoint_drawer(palace, ctx, "Standups are at ten.")
@@ -553,7 +554,7 @@ def test_checkpoint_link_makes_an_explicit_conflict(
     ],
 )
 def test_bad_facts_fail(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, fact: dict, error: type
+    graph: Graph, palace: Palace, ctx: RequestContext, fact: dict, error: type
 ) -> None:
     evidence = checkpoint_drawer(palace, ctx, "evidence")
     with pytest.raises(error) as refused:
@@ -577,7 +578,7 @@ def test_fact_labels_checked_at_submission() -> None:
 
 
 def test_entities_can_be_named_by_id_or_by_name_and_kind(
-    graph: Graph, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: Palace, ctx: RequestContext
 ) -> None:
     alice = graph.entities.resolve("Alice", "person").entity["id"]
     evidence = checkpoint_drawer(palace, ctx, "Alice owns the roadmap.")
@@ -609,7 +610,7 @@ def test_an_entity_by_id(graph: Graph) -> None:
 
 
 def test_reads_refuse_disabled_and_writes_refuse_read_only(
-    graph: Graph, palace: PalaceService, ctx: RequestContext
+    graph: Graph, palace: Palace, ctx: RequestContext
 ) -> None:
     alice = graph.entities.resolve("Alice", "person").entity["id"]
     disabled = RequestContext.build(mode="disabled")
@@ -632,7 +633,7 @@ def test_reads_refuse_disabled_and_writes_refuse_read_only(
         graph.entities.add_alias(read_only, alice, {"alias": "Ally"})
 
 
-def test_mention_route_semantics(graph: Graph, palace: PalaceService, ctx: RequestContext) -> None:
+def test_mention_route_semantics(graph: Graph, palace: Palace, ctx: RequestContext) -> None:
     source = drawer(palace, ctx, "Node.js and NodeJS are one.")
     first = graph.entities.mention(ctx, source["id"], {"name": "Node.js", "kind": "Tool"})
     assert first["created"] and first["observation"]["rule"] == "new"
@@ -658,9 +659,7 @@ def test_as_of_and_include_expired_cannot_be_combined(graph: Graph, ctx: Request
         graph.reads.relationships(ctx, "00000000-0000-4000-8000-000000000000")
 
 
-def test_neighbourhood_and_overview(
-    graph: Graph, palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_neighbourhood_and_overview(graph: Graph, palace: Palace, ctx: RequestContext) -> None:
     source = drawer(palace, ctx, "chain")
     names = ["Aaaa", "Bbbb", "Cccc", "Dddd", "Eeee"]
     graph.records.record_extraction(
@@ -693,7 +692,7 @@ def test_neighbourhood_and_overview(
 
 
 def test_graph_writes_are_announced_by_entity_id_only(
-    store: Store, palace: PalaceService, ctx: RequestContext, clock: Clock
+    store: Store, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     import asyncio
 
@@ -725,7 +724,7 @@ def test_graph_writes_are_announced_by_entity_id_only(
 
 
 def test_linking_a_successor_announces_the_entities_of_both_facts(
-    graph: Graph, palace: PalaceService, ctx: RequestContext, clock: Clock
+    graph: Graph, palace: Palace, ctx: RequestContext, clock: Clock
 ) -> None:
     import asyncio
 

@@ -23,6 +23,7 @@ import pytest
 
 from jobs import kinds
 from jobs.executor import Executor
+from jobs.repository import JobRepository
 from jobs.run import JobRun, LeaseLost
 from jobs.services import JobContended, JobIdInvalid, JobNotFound, JobOrphaned, JobService
 from jobs.states import Priority, TransitionInvalid
@@ -92,14 +93,14 @@ class Harness:
         self.store = store
         self.clock = Clock()
         self.sent: list[str] = []
+        self.repository = JobRepository(store)
         self.executor = Executor(
-            store, EventBus(), CONFIG, exclusive_store=exclusive, clock=self.clock
+            self.repository, EventBus(), CONFIG, exclusive_store=exclusive, clock=self.clock
         )
         self.executor.dispatch = self.sent.append
-        self.service = JobService(self.executor, clock=self.clock)
+        self.service = JobService(self.repository, self.executor, clock=self.clock)
         # What the demo kind calls.
         self.executor.services = SimpleNamespace(jobs=self.service)
-        self.repository = self.executor.repository
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
         self.kind_names: list[str] = []

@@ -10,9 +10,8 @@ import pytest
 
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
-from palace.repository import PalaceRepository
-from palace.services import PalaceService
 from tests.daemon import Daemon
+from tests.palace_services import Palace, build
 
 
 class UntouchableStore:
@@ -25,8 +24,8 @@ class UntouchableStore:
 
 
 @pytest.fixture
-def gated() -> PalaceService:
-    return PalaceService(PalaceRepository(UntouchableStore()))  # type: ignore[arg-type]
+def gated() -> Palace:
+    return build(UntouchableStore())  # type: ignore[arg-type]
 
 
 def test_absent_header_means_full() -> None:
@@ -42,16 +41,16 @@ def test_unknown_mode_is_refused_naming_the_header() -> None:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda p, c: p.list_wings(c),
-        lambda p, c: p.show_wing(c, "w"),
-        lambda p, c: p.list_rooms(c, "w"),
-        lambda p, c: p.show_room(c, "w", "r"),
-        lambda p, c: p.list_drawers(c, "w", "r"),
-        lambda p, c: p.show_drawer(c, "w", "r", "d"),
-        lambda p, c: p.show_drawer_by_id(c, "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"),
+        lambda p, c: p.hierarchy.list_wings(c),
+        lambda p, c: p.hierarchy.show_wing(c, "w"),
+        lambda p, c: p.hierarchy.list_rooms(c, "w"),
+        lambda p, c: p.hierarchy.show_room(c, "w", "r"),
+        lambda p, c: p.hierarchy.list_drawers(c, "w", "r"),
+        lambda p, c: p.hierarchy.show_drawer(c, "w", "r", "d"),
+        lambda p, c: p.hierarchy.show_drawer_by_id(c, "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"),
     ],
 )
-def test_disabled_refuses_reads_before_the_store(gated: PalaceService, call) -> None:
+def test_disabled_refuses_reads_before_the_store(gated: Palace, call) -> None:
     with pytest.raises(ModeForbidden) as caught:
         call(gated, RequestContext.build(mode="disabled"))
     assert "not permitted in disabled mode" in caught.value.message
@@ -61,16 +60,16 @@ def test_disabled_refuses_reads_before_the_store(gated: PalaceService, call) -> 
 @pytest.mark.parametrize(
     ("operation", "call"),
     [
-        ("create_wing", lambda p, c: p.create_wing(c, {"name": "w"})),
-        ("delete_wing", lambda p, c: p.delete_wing(c, "w")),
-        ("create_room", lambda p, c: p.create_room(c, "w", {"name": "r"})),
-        ("delete_room", lambda p, c: p.delete_room(c, "w", "r")),
-        ("create_drawer", lambda p, c: p.create_drawer(c, "w", "r", {"content": "x"})),
-        ("delete_drawer", lambda p, c: p.delete_drawer(c, "w", "r", "d")),
+        ("create_wing", lambda p, c: p.hierarchy.create_wing(c, {"name": "w"})),
+        ("delete_wing", lambda p, c: p.hierarchy.delete_wing(c, "w")),
+        ("create_room", lambda p, c: p.hierarchy.create_room(c, "w", {"name": "r"})),
+        ("delete_room", lambda p, c: p.hierarchy.delete_room(c, "w", "r")),
+        ("create_drawer", lambda p, c: p.filing.create_drawer(c, "w", "r", {"content": "x"})),
+        ("delete_drawer", lambda p, c: p.hierarchy.delete_drawer(c, "w", "r", "d")),
     ],
 )
 def test_writes_are_refused_before_the_store(
-    gated: PalaceService, mode: str, operation: str, call
+    gated: Palace, mode: str, operation: str, call
 ) -> None:
     with pytest.raises(ModeForbidden) as caught:
         call(gated, RequestContext.build(mode=mode))

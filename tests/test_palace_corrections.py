@@ -21,17 +21,15 @@ from kernel.context import RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
 from kernel.store import Store
 from palace import checkpoint, dedup, drawers
+from palace.filing import DrawerNameTaken, Filing
+from palace.hierarchy import DrawerNotFound, PalaceBusy
 from palace.journal import JournalService
 from palace.names import PathInvalid
-from palace.repository import PalaceRepository
-from palace.services import (
-    DrawerNameTaken,
-    DrawerNotFound,
-    DrawerSuperseded,
-    Filing,
-    PalaceBusy,
-    PalaceService,
-)
+from palace.repositories.hierarchy import HierarchyRepository
+from palace.repositories.journal import JournalRepository
+from palace.repositories.revisions import RevisionRepository
+from palace.revisions import DrawerSuperseded
+from tests.palace_services import Palace, build
 
 TEXT = "We deploy the backend service every Tuesday morning."
 NORMALIZED_COPY = "we deploy the BACKEND service, every tuesday morning"
@@ -52,18 +50,20 @@ class Ticker:
 
 
 @pytest.fixture
-def clocked(store: Store) -> PalaceService:
+def clocked(store: Store) -> Palace:
     """A palace whose instants are strictly increasing and known."""
-    return PalaceService(PalaceRepository(store), clock=Ticker())
+    return build(store, clock=Ticker())
 
 
 @pytest.fixture
-def journal(clocked: PalaceService) -> JournalService:
-    return JournalService(clocked)
+def journal(store: Store, clocked: Palace) -> JournalService:
+    return JournalService(
+        JournalRepository(store), clocked.hierarchy, clocked.filing, clocked.hierarchy.clock
+    )
 
 
 def file(
-    palace: PalaceService,
+    palace: Palace,
     ctx: RequestContext,
     content: str,
     *,
@@ -71,14 +71,14 @@ def file(
     room: str = "r",
     **filing: Any,
 ) -> tuple[dict[str, Any], bool]:
-    return palace.file(ctx, wing, room, Filing(content=content, **filing))
+    return palace.filing.file(ctx, wing, room, Filing(content=content, **filing))
 
 
-def similar(palace: PalaceService, ctx: RequestContext, drawer_id: str) -> list[tuple]:
+def similar(palace: Palace, ctx: RequestContext, drawer_id: str) -> list[tuple]:
     """`(other id, side, kind, similarity)` of each drawer linked to this one."""
     return [
         (link["drawer"]["id"], link["side"], link["kind"], link["similarity"])
-        for link in palace.duplicates(ctx, drawer_id)["similar"]
+        for link in palace.filing.duplicates(ctx, drawer_id)["similar"]
     ]
 
 
@@ -119,7 +119,7 @@ def set_fields(store: Store, drawer_id: str, **fields: Any) -> None:
 
 
 def test_an_unnamed_exact_copy_returns_the_existing_drawer(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     first, created = file(palace, ctx, TEXT)
     assert created is True
@@ -132,7 +132,7 @@ def test_an_unnamed_exact_copy_returns_the_existing_drawer(
 
 
 def test_an_unnamed_exact_copy_of_a_named_drawer_is_not_stored(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     named, _ = file(palace, ctx, TEXT, name="deploys")
     again, created = file(palace, ctx, TEXT)
@@ -141,7 +141,7 @@ def test_an_unnamed_exact_copy_of_a_named_drawer_is_not_stored(
 
 
 def test_a_normalized_copy_is_stored_and_linked(
-    clocked: PalaceService, ctx: RequestContext, store: Store
+    clocked: Palace, ctx: RequestContext, store: Store
 ) -> None:
     older, _ = file(clocked, ctx, TEXT)
     newer, created = file(clocked, ctx, NORMALIZED_COPY)
@@ -151,7 +151,7 @@ def test_a_normalized_copy_is_stored_and_linked(
 
     assert similar(clocked, ctx, newer["id"]) == [(older["id"], "older", "normalized", 1.0)]
     assert similar(clocked, ctx, older["id"]) == [(newer["id"], "newer", "normalized", 1.0)]
-    link = clocked.duplicates(ctx, newer["id"])["similar"][0]
+    link = clocked.filing.duplicates(ctx, newer["id"])["similar"][0]
     assert link["signals"] == {
         "same_hash": False,
         "same_fingerprint": True,
@@ -166,14 +166,14 @@ def test_a_normalized_copy_is_stored_and_linked(
 
 
 def test_a_near_copy_is_stored_and_linked(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     older, _ = file(palace, ctx, TEXT)
     newer, created = file(palace, ctx, TYPO)
     assert created is True
     assert similar(palace, ctx, newer["id"]) == [(older["id"], "older", "near", 0.9804)]
     assert similar(palace, ctx, older["id"]) == [(newer["id"], "newer", "near", 0.9804)]
-    signals = palace.duplicates(ctx, older["id"])["similar"][0]["signals"]
+    signals = palace.filing.duplicates(ctx, older["id"])["similar"][0]["signals"]
     assert signals == {
         "same_hash": False,
         "same_fingerprint": False,
@@ -182,13 +182,11 @@ def test_a_near_copy_is_stored_and_linked(
     }
 
 
-def test_duplicates_lists_older_and_newer_copies(
-    clocked: PalaceService, ctx: RequestContext
-) -> None:
+def test_duplicates_lists_older_and_newer_copies(clocked: Palace, ctx: RequestContext) -> None:
     first, _ = file(clocked, ctx, TEXT)
     middle, _ = file(clocked, ctx, NORMALIZED_COPY)
     last, _ = file(clocked, ctx, TYPO)
-    listed = clocked.duplicates(ctx, middle["id"])
+    listed = clocked.filing.duplicates(ctx, middle["id"])
     assert listed["drawer"]["id"] == middle["id"]
     assert sorted(similar(clocked, ctx, middle["id"])) == sorted(
         [
@@ -202,9 +200,7 @@ def test_duplicates_lists_older_and_newer_copies(
     )
 
 
-def test_distinct_drawers_are_not_linked(
-    palace: PalaceService, ctx: RequestContext, store: Store
-) -> None:
+def test_distinct_drawers_are_not_linked(palace: Palace, ctx: RequestContext, store: Store) -> None:
     file(palace, ctx, TEXT)
     _, created = file(palace, ctx, OTHER)
     file(palace, ctx, "We deploy the frontend app every Friday evening.")
@@ -214,7 +210,7 @@ def test_distinct_drawers_are_not_linked(
 
 
 def test_a_near_copy_edited_at_both_ends_is_not_a_candidate(
-    palace: PalaceService, ctx: RequestContext
+    palace: Palace, ctx: RequestContext
 ) -> None:
     """The documented limit of finding candidates by their first or last 24 normalized
     characters (palace/dedup.py says why not by full-text search)."""
@@ -230,7 +226,7 @@ def test_a_near_copy_edited_at_both_ends_is_not_a_candidate(
 
 
 def test_short_texts_are_linked_only_as_normalized_copies(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     milk, _ = file(palace, ctx, "Buy milk")
     silk, _ = file(palace, ctx, "Buy silk")
@@ -240,9 +236,7 @@ def test_short_texts_are_linked_only_as_normalized_copies(
     assert len(edges(store)) == 1
 
 
-def test_a_drawer_never_links_to_itself(
-    palace: PalaceService, ctx: RequestContext, store: Store
-) -> None:
+def test_a_drawer_never_links_to_itself(palace: Palace, ctx: RequestContext, store: Store) -> None:
     alone, _ = file(palace, ctx, TEXT)
     assert similar(palace, ctx, alone["id"]) == []
     copy, _ = file(palace, ctx, TEXT, keep_copy=True)
@@ -253,7 +247,7 @@ def test_a_drawer_never_links_to_itself(
     assert {other for other, *_ in similar(palace, ctx, third["id"])} == {alone["id"], copy["id"]}
 
 
-def test_linking_is_per_room(palace: PalaceService, ctx: RequestContext, store: Store) -> None:
+def test_linking_is_per_room(palace: Palace, ctx: RequestContext, store: Store) -> None:
     here, _ = file(palace, ctx, TEXT, room="r1")
     other_room, created = file(palace, ctx, TEXT, room="r2")
     other_wing, created_in_wing = file(palace, ctx, TEXT, wing="w2", room="r1")
@@ -264,10 +258,10 @@ def test_linking_is_per_room(palace: PalaceService, ctx: RequestContext, store: 
 
 
 def test_a_closed_drawer_is_not_a_candidate(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     old, _ = file(palace, ctx, TEXT)
-    palace.supersede(ctx, old["id"], {})
+    palace.revisions.supersede(ctx, old["id"], {})
     again, created = file(palace, ctx, TEXT)
     near, _ = file(palace, ctx, TYPO)
     assert created is True
@@ -277,14 +271,14 @@ def test_a_closed_drawer_is_not_a_candidate(
 
 
 def test_a_named_exact_copy_is_stored_and_linked(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     unnamed, _ = file(palace, ctx, TEXT)
     named, created = file(palace, ctx, TEXT, name="deploys")
     assert created is True
     assert named["name"] == "deploys"
     assert similar(palace, ctx, named["id"]) == [(unnamed["id"], "older", "exact", 1.0)]
-    signals = palace.duplicates(ctx, named["id"])["similar"][0]["signals"]
+    signals = palace.filing.duplicates(ctx, named["id"])["similar"][0]["signals"]
     assert signals["same_hash"] is True and signals["same_fingerprint"] is True
 
     # The same name with the same content is a no-op; with other content it is refused.
@@ -298,9 +292,7 @@ def test_a_named_exact_copy_is_stored_and_linked(
     assert len(edges(store)) == 1
 
 
-def test_keep_copy_stores_an_exact_copy(
-    palace: PalaceService, ctx: RequestContext, store: Store
-) -> None:
+def test_keep_copy_stores_an_exact_copy(palace: Palace, ctx: RequestContext, store: Store) -> None:
     first, _ = file(palace, ctx, TEXT)
     kept, created = file(palace, ctx, TEXT, keep_copy=True)
     assert created is True
@@ -308,10 +300,57 @@ def test_keep_copy_stores_an_exact_copy(
     assert similar(palace, ctx, kept["id"]) == [(first["id"], "older", "exact", 1.0)]
 
 
+def test_a_record_is_the_drawer_as_it_will_be_stored(
+    palace: Palace, ctx: RequestContext, store: Store
+) -> None:
+    room, _ = palace.hierarchy.ensure_place("w", "r")
+    drawer_id = str(uuid.uuid4())
+    record = palace.filing.record(
+        ctx, room, Filing(content=TEXT, name="deploys", drawer_id=drawer_id, job_id="job-1")
+    )
+    assert (record["id"], record["wing"], record["room"]) == (drawer_id, room["wing"], room["id"])
+    assert record["content_hash"] == drawers.content_hash(TEXT)
+    assert record["provenance"] == {"requested_by": "http", "job_id": "job-1"}
+    assert record["valid_from"] == record["created_at"]
+    assert record["name"] == "deploys"
+    assert drawer_ids(store) == set(), "nothing is stored"
+
+
+def stored_outside_a_batch(palace: Palace, ctx: RequestContext, content: str) -> dict[str, Any]:
+    """A drawer written straight to the store, as a revision writes its replacement."""
+    room, _ = palace.hierarchy.ensure_place("w", "r")
+    record = palace.filing.record(ctx, room, Filing(content=content))
+    palace.store.query(
+        "CREATE type::record('drawer', $id) CONTENT $record",
+        {"id": record["id"], "record": {k: v for k, v in record.items() if k != "id"}},
+    )
+    return record
+
+
+def test_link_copies_links_a_drawer_stored_outside_a_batch(
+    palace: Palace, ctx: RequestContext
+) -> None:
+    older, _ = file(palace, ctx, TEXT)
+    file(palace, ctx, OTHER)
+    newer = stored_outside_a_batch(palace, ctx, TYPO)
+    assert palace.filing.link_copies(newer) == 1
+    assert similar(palace, ctx, newer["id"]) == [(older["id"], "older", "near", 0.9804)]
+
+
+def test_link_copies_links_nothing_with_deduplication_off(
+    store: Store, ctx: RequestContext
+) -> None:
+    palace = build(store, dedup=DedupConfig(enabled=False))
+    file(palace, ctx, TEXT)
+    newer = stored_outside_a_batch(palace, ctx, TYPO)
+    assert palace.filing.link_copies(newer) == 0
+    assert edges(store) == []
+
+
 def test_dedup_disabled_stores_everything_and_links_nothing(
     store: Store, ctx: RequestContext
 ) -> None:
-    palace = PalaceService(PalaceRepository(store), dedup_config=DedupConfig(enabled=False))
+    palace = build(store, dedup=DedupConfig(enabled=False))
     first, _ = file(palace, ctx, TEXT)
     copy, created = file(palace, ctx, TEXT)
     file(palace, ctx, NORMALIZED_COPY)
@@ -328,13 +367,11 @@ def test_dedup_disabled_stores_everything_and_links_nothing(
 def test_near_threshold_is_respected(
     store: Store, ctx: RequestContext, threshold: float, linked: bool
 ) -> None:
-    palace = PalaceService(
-        PalaceRepository(store), dedup_config=DedupConfig(near_threshold=threshold)
-    )
+    palace = build(store, dedup=DedupConfig(near_threshold=threshold))
     older, _ = file(palace, ctx, TEXT)
     newer, created = file(palace, ctx, TYPO)  # 0.9804 similar
     assert created is True
-    links = palace.duplicates(ctx, newer["id"])["similar"]
+    links = palace.filing.duplicates(ctx, newer["id"])["similar"]
     if linked:
         assert [(link["drawer"]["id"], link["kind"]) for link in links] == [(older["id"], "near")]
         assert links[0]["signals"]["threshold"] == threshold
@@ -346,28 +383,28 @@ def test_near_threshold_is_respected(
     assert (older["id"], "normalized") in kinds
 
 
-def test_duplicates_of_an_unknown_drawer(palace: PalaceService, ctx: RequestContext) -> None:
+def test_duplicates_of_an_unknown_drawer(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(DrawerNotFound) as caught:
-        palace.duplicates(ctx, str(uuid.uuid4()))
+        palace.filing.duplicates(ctx, str(uuid.uuid4()))
     assert caught.value.status == 404
     with pytest.raises(InputInvalid) as bad:
-        palace.duplicates(ctx, "not-a-uuid")
+        palace.filing.duplicates(ctx, "not-a-uuid")
     assert bad.value.field == "id"
 
 
-def test_duplicates_is_a_read(palace: PalaceService, ctx: RequestContext) -> None:
+def test_duplicates_is_a_read(palace: Palace, ctx: RequestContext) -> None:
     drawer, _ = file(palace, ctx, TEXT)
     read_only = RequestContext.build(mode="read_only")
-    assert palace.duplicates(read_only, drawer["id"])["similar"] == []
+    assert palace.filing.duplicates(read_only, drawer["id"])["similar"] == []
     with pytest.raises(ModeForbidden):
-        palace.duplicates(RequestContext.build(mode="disabled"), drawer["id"])
+        palace.filing.duplicates(RequestContext.build(mode="disabled"), drawer["id"])
 
 
 # Diary deduplication -----------------------------------------------------------------------
 
 
 def test_diary_copies_are_judged_per_agent(
-    journal: JournalService, ctx: RequestContext, store: Store
+    journal: JournalService, clocked: Palace, ctx: RequestContext, store: Store
 ) -> None:
     def write(agent: str, content: str) -> dict[str, Any]:
         return journal.write_diary(ctx, {"agent_identity": agent, "wing": "w", "content": content})
@@ -384,7 +421,7 @@ def test_diary_copies_are_judged_per_agent(
 
     my_typo = write("agent-1", TYPO)
     their_shout = write("agent-2", NORMALIZED_COPY)
-    palace = journal.palace
+    palace = clocked
     assert similar(palace, ctx, my_typo["id"]) == [(mine["id"], "older", "near", 0.9804)]
     assert similar(palace, ctx, their_shout["id"]) == [(theirs["id"], "older", "normalized", 1.0)]
     assert similar(palace, ctx, theirs["id"]) == [(their_shout["id"], "newer", "normalized", 1.0)]
@@ -394,11 +431,11 @@ def test_diary_copies_are_judged_per_agent(
 # Supersede ---------------------------------------------------------------------------------
 
 
-def test_supersede_files_the_replacement_in_place(
-    clocked: PalaceService, ctx: RequestContext
-) -> None:
+def test_supersede_files_the_replacement_in_place(clocked: Palace, ctx: RequestContext) -> None:
     old, _ = file(clocked, ctx, "we run the database on postgres", name="db", tags=["infra"])
-    answer = clocked.supersede(ctx, old["id"], {"content": "we run the database on surrealdb"})
+    answer = clocked.revisions.supersede(
+        ctx, old["id"], {"content": "we run the database on surrealdb"}
+    )
     closed, replacement = answer["superseded"], answer["replacement"]
 
     assert closed["id"] == old["id"]
@@ -420,47 +457,45 @@ def test_supersede_files_the_replacement_in_place(
     assert replacement["provenance"] == {"requested_by": "http", "job_id": None}
 
     # The name now reaches the replacement; the old drawer stays reachable by id.
-    assert clocked.show_drawer(ctx, "w", "r", "db")["id"] == replacement["id"]
-    assert clocked.show_drawer_by_id(ctx, old["id"])["content"] == old["content"]
-    stored = clocked.show_drawer_by_id(ctx, replacement["id"])
+    assert clocked.hierarchy.show_drawer(ctx, "w", "r", "db")["id"] == replacement["id"]
+    assert clocked.hierarchy.show_drawer_by_id(ctx, old["id"])["content"] == old["content"]
+    stored = clocked.hierarchy.show_drawer_by_id(ctx, replacement["id"])
     assert stored["supersedes"] == old["id"]
 
 
 @pytest.mark.parametrize(("given", "expected"), [(["fresh"], ["fresh"]), ([], [])])
 def test_supersede_takes_the_given_tags(
-    palace: PalaceService, ctx: RequestContext, given: list[str], expected: list[str]
+    palace: Palace, ctx: RequestContext, given: list[str], expected: list[str]
 ) -> None:
     old, _ = file(palace, ctx, TEXT, tags=["old", "tags"])
-    answer = palace.supersede(ctx, old["id"], {"content": OTHER, "tags": given})
+    answer = palace.revisions.supersede(ctx, old["id"], {"content": OTHER, "tags": given})
     assert answer["replacement"]["tags"] == expected
     assert answer["superseded"]["tags"] == ["old", "tags"]
 
 
-def test_an_unnamed_drawer_has_an_unnamed_replacement(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_an_unnamed_drawer_has_an_unnamed_replacement(palace: Palace, ctx: RequestContext) -> None:
     old, _ = file(palace, ctx, TEXT)
-    answer = palace.supersede(ctx, old["id"], {"content": OTHER})
+    answer = palace.revisions.supersede(ctx, old["id"], {"content": OTHER})
     assert answer["replacement"]["name"] is None
 
 
 def test_a_typo_fix_is_not_linked_to_the_version_it_closes(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     old, _ = file(palace, ctx, TYPO)
     other, _ = file(palace, ctx, TYPO, room="elsewhere")
     sibling, _ = file(palace, ctx, NORMALIZED_COPY)  # linked to `old` as a near copy
-    fixed = palace.supersede(ctx, old["id"], {"content": TEXT})["replacement"]
+    fixed = palace.revisions.supersede(ctx, old["id"], {"content": TEXT})["replacement"]
     links = similar(palace, ctx, fixed["id"])
     assert links == [(sibling["id"], "older", "normalized", 1.0)]
     assert other["id"] not in {edge["out"] for edge in edges(store)}
 
 
 def test_invalidation_closes_without_replacement(
-    clocked: PalaceService, ctx: RequestContext, store: Store
+    clocked: Palace, ctx: RequestContext, store: Store
 ) -> None:
     old, _ = file(clocked, ctx, TEXT, name="deploys")
-    answer = clocked.supersede(ctx, old["id"], {})
+    answer = clocked.revisions.supersede(ctx, old["id"], {})
     assert answer["replacement"] is None
     closed = answer["superseded"]
     assert closed["valid_to"] is not None
@@ -469,63 +504,57 @@ def test_invalidation_closes_without_replacement(
     assert drawer_ids(store) == {old["id"]}
     # `content: null` is an invalidation too.
     other, _ = file(clocked, ctx, OTHER)
-    assert clocked.supersede(ctx, other["id"], {"content": None})["replacement"] is None
+    assert clocked.revisions.supersede(ctx, other["id"], {"content": None})["replacement"] is None
 
 
-def test_an_invalidated_drawer_gives_up_its_name(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_an_invalidated_drawer_gives_up_its_name(palace: Palace, ctx: RequestContext) -> None:
     old, _ = file(palace, ctx, TEXT, name="deploys")
-    palace.supersede(ctx, old["id"], {})
-    assert palace.show_drawer_by_id(ctx, old["id"])["name"] is None
+    palace.revisions.supersede(ctx, old["id"], {})
+    assert palace.hierarchy.show_drawer_by_id(ctx, old["id"])["name"] is None
     new, created = file(palace, ctx, OTHER, name="deploys")
     assert created is True
-    assert palace.show_drawer(ctx, "w", "r", "deploys")["id"] == new["id"]
+    assert palace.hierarchy.show_drawer(ctx, "w", "r", "deploys")["id"] == new["id"]
 
 
 def test_a_corrected_diary_entry_stays_in_the_agents_diary(
-    journal: JournalService, ctx: RequestContext
+    journal: JournalService, clocked: Palace, ctx: RequestContext
 ) -> None:
     entry = diary(journal, ctx, "a1", "I fixed teh bug")
-    answer = journal.palace.supersede(ctx, entry["id"], {"content": "I fixed the bug"})
+    answer = clocked.revisions.supersede(ctx, entry["id"], {"content": "I fixed the bug"})
     assert answer["replacement"]["source"] == {"kind": "manual", "agent": "a1"}
     read = journal.read_diary(ctx, agent_identity="a1", wing="w", limit=None)
     assert [e["content"] for e in read["entries"]] == ["I fixed the bug"]
 
 
-def test_a_second_supersede_is_refused(
-    palace: PalaceService, ctx: RequestContext, store: Store
-) -> None:
+def test_a_second_supersede_is_refused(palace: Palace, ctx: RequestContext, store: Store) -> None:
     old, _ = file(palace, ctx, TEXT)
-    first = palace.supersede(ctx, old["id"], {"content": OTHER})
+    first = palace.revisions.supersede(ctx, old["id"], {"content": OTHER})
     before = drawer_ids(store)
     for body in ({"content": "a third version"}, {}):
         with pytest.raises(DrawerSuperseded) as caught:
-            palace.supersede(ctx, old["id"], body)
+            palace.revisions.supersede(ctx, old["id"], body)
         assert caught.value.status == 409
         assert caught.value.code == "memcastle::palace::drawer_superseded"
     assert drawer_ids(store) == before
-    closed = palace.show_drawer_by_id(ctx, old["id"])
+    closed = palace.hierarchy.show_drawer_by_id(ctx, old["id"])
     assert closed["superseded_by"] == first["replacement"]["id"]
     assert closed["valid_to"] == first["superseded"]["valid_to"]
 
 
-def test_an_invalidated_drawer_cannot_be_superseded(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_an_invalidated_drawer_cannot_be_superseded(palace: Palace, ctx: RequestContext) -> None:
     old, _ = file(palace, ctx, TEXT)
-    palace.supersede(ctx, old["id"], {})
+    palace.revisions.supersede(ctx, old["id"], {})
     with pytest.raises(DrawerSuperseded):
-        palace.supersede(ctx, old["id"], {"content": OTHER})
+        palace.revisions.supersede(ctx, old["id"], {"content": OTHER})
 
 
 def test_the_store_refuses_to_close_a_drawer_twice(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     """The race the service's own check cannot see: the transaction itself refuses."""
     old, _ = file(palace, ctx, TEXT, name="n")
     at = dt.datetime(2025, 1, 1, 0, 0, 0, 5, tzinfo=dt.UTC)
-    assert palace.repository.supersede(old["id"], None, at) is not None
+    assert RevisionRepository(store).supersede(old["id"], None, at) is not None
     replacement = {
         "id": str(uuid.uuid4()),
         "wing": old["wing"],
@@ -535,25 +564,27 @@ def test_the_store_refuses_to_close_a_drawer_twice(
         **dedup.blocking_keys(OTHER),
         "supersedes": old["id"],
     }
-    assert palace.repository.supersede(old["id"], replacement, at) is None
-    assert palace.repository.supersede(old["id"], None, at) is None
+    assert RevisionRepository(store).supersede(old["id"], replacement, at) is None
+    assert RevisionRepository(store).supersede(old["id"], None, at) is None
     assert drawer_ids(store) == {old["id"]}, "the replacement was rolled back"
-    closed = palace.show_drawer_by_id(ctx, old["id"])
+    closed = palace.hierarchy.show_drawer_by_id(ctx, old["id"])
     assert closed["valid_to"] == at
     assert "superseded_by" not in closed
 
 
 def test_supersede_needs_full_mode_and_writes_nothing(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     old, _ = file(palace, ctx, TEXT)
     for mode in ("read_only", "disabled"):
         with pytest.raises(ModeForbidden) as caught:
-            palace.supersede(RequestContext.build(mode=mode), old["id"], {"content": OTHER})
+            palace.revisions.supersede(
+                RequestContext.build(mode=mode), old["id"], {"content": OTHER}
+            )
         assert caught.value.status == 403
         assert caught.value.code == "memcastle::mode::forbidden"
     assert drawer_ids(store) == {old["id"]}
-    unchanged = palace.show_drawer_by_id(ctx, old["id"])
+    unchanged = palace.hierarchy.show_drawer_by_id(ctx, old["id"])
     assert unchanged["valid_to"] is None
     assert "superseded_by" not in unchanged
 
@@ -568,38 +599,36 @@ def test_supersede_needs_full_mode_and_writes_nothing(
     ],
 )
 def test_bad_supersede_input_writes_nothing(
-    palace: PalaceService, ctx: RequestContext, store: Store, body: dict, field: str
+    palace: Palace, ctx: RequestContext, store: Store, body: dict, field: str
 ) -> None:
     old, _ = file(palace, ctx, TEXT)
     with pytest.raises(InputInvalid) as caught:
-        palace.supersede(ctx, old["id"], body)
+        palace.revisions.supersede(ctx, old["id"], body)
     assert caught.value.field == field
-    assert palace.show_drawer_by_id(ctx, old["id"])["valid_to"] is None
+    assert palace.hierarchy.show_drawer_by_id(ctx, old["id"])["valid_to"] is None
     assert drawer_ids(store) == {old["id"]}
 
 
-def test_supersede_an_unknown_drawer(palace: PalaceService, ctx: RequestContext) -> None:
+def test_supersede_an_unknown_drawer(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(DrawerNotFound):
-        palace.supersede(ctx, str(uuid.uuid4()), {"content": OTHER})
+        palace.revisions.supersede(ctx, str(uuid.uuid4()), {"content": OTHER})
 
 
 # History -----------------------------------------------------------------------------------
 
 
-def three_versions(palace: PalaceService, ctx: RequestContext) -> list[str]:
+def three_versions(palace: Palace, ctx: RequestContext) -> list[str]:
     v1, _ = file(palace, ctx, "we run the database on postgres", name="db")
-    v2 = palace.supersede(ctx, v1["id"], {"content": "we run the database on mysql"})
-    v3 = palace.supersede(
+    v2 = palace.revisions.supersede(ctx, v1["id"], {"content": "we run the database on mysql"})
+    v3 = palace.revisions.supersede(
         ctx, v2["replacement"]["id"], {"content": "we run the database on surrealdb"}
     )
     return [v1["id"], v2["replacement"]["id"], v3["replacement"]["id"]]
 
 
-def test_history_is_the_same_from_every_version(
-    clocked: PalaceService, ctx: RequestContext
-) -> None:
+def test_history_is_the_same_from_every_version(clocked: Palace, ctx: RequestContext) -> None:
     ids = three_versions(clocked, ctx)
-    histories = [clocked.history(ctx, drawer_id) for drawer_id in ids]
+    histories = [clocked.revisions.history(ctx, drawer_id) for drawer_id in ids]
     for asked, history in zip(ids, histories, strict=True):
         assert history["drawer"] == asked
         assert [version["id"] for version in history["versions"]] == ids
@@ -622,54 +651,54 @@ def test_history_is_the_same_from_every_version(
     assert v3["name"] == "db" and v1["name"] is None and v2["name"] is None
 
 
-def test_history_ends_closed_after_an_invalidation(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_history_ends_closed_after_an_invalidation(palace: Palace, ctx: RequestContext) -> None:
     ids = three_versions(palace, ctx)
-    palace.supersede(ctx, ids[-1], {})
-    versions = palace.history(ctx, ids[0])["versions"]
+    palace.revisions.supersede(ctx, ids[-1], {})
+    versions = palace.revisions.history(ctx, ids[0])["versions"]
     assert [v["id"] for v in versions] == ids
     assert versions[-1]["valid_to"] is not None
     assert "superseded_by" not in versions[-1]
 
 
 def test_history_of_an_uncorrected_drawer_is_one_version(
-    palace: PalaceService, ctx: RequestContext
+    palace: Palace, ctx: RequestContext
 ) -> None:
     drawer, _ = file(palace, ctx, TEXT)
-    history = palace.history(ctx, drawer["id"])
+    history = palace.revisions.history(ctx, drawer["id"])
     assert [v["id"] for v in history["versions"]] == [drawer["id"]]
     assert history["versions"][0]["provenance"] == {"requested_by": "http", "job_id": None}
 
 
-def test_history_is_not_ordered_by_timestamps(palace: PalaceService, ctx: RequestContext) -> None:
+def test_history_is_not_ordered_by_timestamps(palace: Palace, ctx: RequestContext) -> None:
     """Links order the chain, even when the versions were recorded in the other order."""
     ids = three_versions(palace, ctx)
     late = dt.datetime(2030, 1, 1, 0, 0, 0, 7, tzinfo=dt.UTC)
-    set_fields(palace.repository.store, ids[0], created_at=late, updated_at=late)
-    assert [v["id"] for v in palace.history(ctx, ids[2])["versions"]] == ids
+    set_fields(palace.store, ids[0], created_at=late, updated_at=late)
+    assert [v["id"] for v in palace.revisions.history(ctx, ids[2])["versions"]] == ids
 
 
 def test_history_stops_at_a_deleted_version(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     v1, v2, v3 = three_versions(palace, ctx)
-    palace.repository.delete_drawer(v2)
-    assert [v["id"] for v in palace.history(ctx, v3)["versions"]] == [v3]
-    assert [v["id"] for v in palace.history(ctx, v1)["versions"]] == [v1]
+    HierarchyRepository(store).delete_drawer(v2)
+    assert [v["id"] for v in palace.revisions.history(ctx, v3)["versions"]] == [v3]
+    assert [v["id"] for v in palace.revisions.history(ctx, v1)["versions"]] == [v1]
 
 
 def test_history_stops_at_a_dangling_link(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     drawer, _ = file(palace, ctx, TEXT)
     set_fields(store, drawer["id"], supersedes=str(uuid.uuid4()), superseded_by=str(uuid.uuid4()))
-    assert [v["id"] for v in palace.history(ctx, drawer["id"])["versions"]] == [drawer["id"]]
+    assert [v["id"] for v in palace.revisions.history(ctx, drawer["id"])["versions"]] == [
+        drawer["id"]
+    ]
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_history_is_cycle_safe(
-    palace: PalaceService, ctx: RequestContext, store: Store, size: int
+    palace: Palace, ctx: RequestContext, store: Store, size: int
 ) -> None:
     ids = [file(palace, ctx, f"version {n} of a looping story")[0]["id"] for n in range(size)]
     for n, drawer_id in enumerate(ids):
@@ -680,23 +709,25 @@ def test_history_is_cycle_safe(
             superseded_by=ids[(n + 1) % size],
         )
     for drawer_id in ids:
-        history = palace.history(ctx, drawer_id)
+        history = palace.revisions.history(ctx, drawer_id)
         versions = [v["id"] for v in history["versions"]]
         assert len(versions) == size, "every version once: the walk ended"
         assert set(versions) == set(ids)
         assert history["drawer"] == drawer_id
 
 
-def test_history_is_a_read(palace: PalaceService, ctx: RequestContext) -> None:
+def test_history_is_a_read(palace: Palace, ctx: RequestContext) -> None:
     drawer, _ = file(palace, ctx, TEXT)
-    assert palace.history(RequestContext.build(mode="read_only"), drawer["id"])["versions"]
+    assert palace.revisions.history(RequestContext.build(mode="read_only"), drawer["id"])[
+        "versions"
+    ]
     with pytest.raises(ModeForbidden):
-        palace.history(RequestContext.build(mode="disabled"), drawer["id"])
+        palace.revisions.history(RequestContext.build(mode="disabled"), drawer["id"])
 
 
-def test_history_of_an_unknown_drawer(palace: PalaceService, ctx: RequestContext) -> None:
+def test_history_of_an_unknown_drawer(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(DrawerNotFound) as caught:
-        palace.history(ctx, str(uuid.uuid4()))
+        palace.revisions.history(ctx, str(uuid.uuid4()))
     assert caught.value.code == "memcastle::palace::drawer_not_found"
     assert caught.value.status == 404
 
@@ -707,107 +738,101 @@ CLOSED_AT = dt.datetime(2025, 2, 1, 12, 0, 0, 123, tzinfo=dt.UTC)
 EARLIER = dt.datetime(2025, 1, 1, 12, 0, 0, 123, tzinfo=dt.UTC)
 
 
-def closed_drawer(palace: PalaceService, ctx: RequestContext, room: str = "r") -> dict[str, Any]:
+def closed_drawer(palace: Palace, ctx: RequestContext, room: str = "r") -> dict[str, Any]:
     """A drawer closed at CLOSED_AT without any link, as an older version left it."""
     drawer, _ = file(palace, ctx, "the old way of doing it", room=room, valid_from=EARLIER)
-    set_fields(palace.repository.store, drawer["id"], valid_to=CLOSED_AT)
+    set_fields(palace.store, drawer["id"], valid_to=CLOSED_AT)
     return drawer
 
 
-def test_pairing_links_the_one_successor(
-    palace: PalaceService, ctx: RequestContext, store: Store
-) -> None:
+def test_pairing_links_the_one_successor(palace: Palace, ctx: RequestContext, store: Store) -> None:
     old = closed_drawer(palace, ctx)
     successor, _ = file(palace, ctx, "the new way of doing it", valid_from=CLOSED_AT)
     file(palace, ctx, "valid from that instant, elsewhere", room="r2", valid_from=CLOSED_AT)
     file(palace, ctx, "valid a moment later", valid_from=CLOSED_AT + dt.timedelta(seconds=1))
 
-    assert palace.pair_unlinked_supersessions() == 1
-    assert [v["id"] for v in palace.history(ctx, old["id"])["versions"]] == [
+    assert palace.revisions.pair_unlinked_supersessions() == 1
+    assert [v["id"] for v in palace.revisions.history(ctx, old["id"])["versions"]] == [
         old["id"],
         successor["id"],
     ]
-    assert palace.show_drawer_by_id(ctx, old["id"])["superseded_by"] == successor["id"]
-    assert palace.show_drawer_by_id(ctx, successor["id"])["supersedes"] == old["id"]
-    assert palace.pair_unlinked_supersessions() == 0, "pairing twice changes nothing"
+    assert palace.hierarchy.show_drawer_by_id(ctx, old["id"])["superseded_by"] == successor["id"]
+    assert palace.hierarchy.show_drawer_by_id(ctx, successor["id"])["supersedes"] == old["id"]
+    assert palace.revisions.pair_unlinked_supersessions() == 0, "pairing twice changes nothing"
 
 
-def test_pairing_leaves_a_drawer_without_successor(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_pairing_leaves_a_drawer_without_successor(palace: Palace, ctx: RequestContext) -> None:
     old = closed_drawer(palace, ctx)
     file(palace, ctx, "in another room", room="r2", valid_from=CLOSED_AT)
-    assert palace.pair_unlinked_supersessions() == 0
-    assert "superseded_by" not in palace.show_drawer_by_id(ctx, old["id"])
+    assert palace.revisions.pair_unlinked_supersessions() == 0
+    assert "superseded_by" not in palace.hierarchy.show_drawer_by_id(ctx, old["id"])
 
 
 def test_pairing_leaves_a_drawer_with_two_successors(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     old = closed_drawer(palace, ctx)
     one, _ = file(palace, ctx, "one new way", valid_from=CLOSED_AT)
     two, _ = file(palace, ctx, "another new way", valid_from=CLOSED_AT)
-    assert palace.pair_unlinked_supersessions() == 0
-    assert "superseded_by" not in palace.show_drawer_by_id(ctx, old["id"])
+    assert palace.revisions.pair_unlinked_supersessions() == 0
+    assert "superseded_by" not in palace.hierarchy.show_drawer_by_id(ctx, old["id"])
     for drawer_id in (one["id"], two["id"]):
-        assert "supersedes" not in palace.show_drawer_by_id(ctx, drawer_id)
+        assert "supersedes" not in palace.hierarchy.show_drawer_by_id(ctx, drawer_id)
 
 
-def test_pairing_skips_a_successor_already_linked(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_pairing_skips_a_successor_already_linked(palace: Palace, ctx: RequestContext) -> None:
     first = closed_drawer(palace, ctx)
     second = closed_drawer(palace, ctx)  # closed at the same instant, same room
     assert first["id"] != second["id"]
     successor, _ = file(palace, ctx, "the one new way", valid_from=CLOSED_AT)
-    assert palace.pair_unlinked_supersessions() == 1
+    assert palace.revisions.pair_unlinked_supersessions() == 1
     linked = [
         d["id"]
         for d in (first, second)
-        if palace.show_drawer_by_id(ctx, d["id"]).get("superseded_by") == successor["id"]
+        if palace.hierarchy.show_drawer_by_id(ctx, d["id"]).get("superseded_by") == successor["id"]
     ]
     assert len(linked) == 1
-    assert palace.show_drawer_by_id(ctx, successor["id"])["supersedes"] == linked[0]
+    assert palace.hierarchy.show_drawer_by_id(ctx, successor["id"])["supersedes"] == linked[0]
 
 
-def test_pairing_leaves_linked_supersessions_alone(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_pairing_leaves_linked_supersessions_alone(palace: Palace, ctx: RequestContext) -> None:
     ids = three_versions(palace, ctx)
-    palace.supersede(ctx, ids[-1], {})
-    assert palace.pair_unlinked_supersessions() == 0
-    assert [v["id"] for v in palace.history(ctx, ids[1])["versions"]] == ids
+    palace.revisions.supersede(ctx, ids[-1], {})
+    assert palace.revisions.pair_unlinked_supersessions() == 0
+    assert [v["id"] for v in palace.revisions.history(ctx, ids[1])["versions"]] == ids
 
 
-def test_pairing_links_chains_and_rooms_in_one_pass(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_pairing_links_chains_and_rooms_in_one_pass(palace: Palace, ctx: RequestContext) -> None:
     """One pass pairs every room and instant: a chain of three versions, closed at two
     instants, and a drawer of another room closed at the first instant."""
     later = CLOSED_AT + dt.timedelta(days=1)
     first = closed_drawer(palace, ctx)
     second, _ = file(palace, ctx, "the second way of doing it", valid_from=CLOSED_AT)
-    set_fields(palace.repository.store, second["id"], valid_to=later)
+    set_fields(palace.store, second["id"], valid_to=later)
     third, _ = file(palace, ctx, "the third way of doing it", valid_from=later)
     elsewhere = closed_drawer(palace, ctx, room="r2")
     successor, _ = file(
         palace, ctx, "the new way in the other room", room="r2", valid_from=CLOSED_AT
     )
 
-    assert palace.pair_unlinked_supersessions() == 3
-    assert [v["id"] for v in palace.history(ctx, second["id"])["versions"]] == [
+    assert palace.revisions.pair_unlinked_supersessions() == 3
+    assert [v["id"] for v in palace.revisions.history(ctx, second["id"])["versions"]] == [
         first["id"],
         second["id"],
         third["id"],
     ]
-    assert palace.show_drawer_by_id(ctx, elsewhere["id"])["superseded_by"] == successor["id"]
-    assert palace.pair_unlinked_supersessions() == 0
+    assert (
+        palace.hierarchy.show_drawer_by_id(ctx, elsewhere["id"])["superseded_by"] == successor["id"]
+    )
+    assert palace.revisions.pair_unlinked_supersessions() == 0
 
 
 # Notes -------------------------------------------------------------------------------------
 
 
-def test_a_note_lands_in_notes_as_a_note(journal: JournalService, ctx: RequestContext) -> None:
+def test_a_note_lands_in_notes_as_a_note(
+    journal: JournalService, clocked: Palace, ctx: RequestContext
+) -> None:
     note = journal.write_note(
         ctx, {"wing": "proj", "content": "remember the cache flag  ", "uri": "/home/me/proj"}
     )
@@ -815,8 +840,8 @@ def test_a_note_lands_in_notes_as_a_note(journal: JournalService, ctx: RequestCo
     assert note["name"] is None
     assert note["content"] == "remember the cache flag  ", "stored verbatim"
     assert note["source"] == {"kind": "note", "uri": "/home/me/proj"}
-    shown = journal.palace.show_drawer_by_id(ctx, note["id"])
-    room = journal.palace.show_room(ctx, "proj", "notes")
+    shown = clocked.hierarchy.show_drawer_by_id(ctx, note["id"])
+    room = clocked.hierarchy.show_room(ctx, "proj", "notes")
     assert shown["room"] == room["id"]
 
 
@@ -879,7 +904,7 @@ def diary(journal: JournalService, ctx: RequestContext, agent: str, content: str
 
 
 def test_a_diary_entry_lands_in_the_diary_room(
-    journal: JournalService, ctx: RequestContext
+    journal: JournalService, clocked: Palace, ctx: RequestContext
 ) -> None:
     entry = journal.write_diary(
         ctx,
@@ -893,7 +918,7 @@ def test_a_diary_entry_lands_in_the_diary_room(
     assert entry["created"] is True
     assert entry["source"] == {"kind": "manual", "agent": " Agent 007 "}, "stored verbatim"
     assert entry["tags"] == ["d"]
-    assert entry["room"] == journal.palace.show_room(ctx, "w", "diary")["id"]
+    assert entry["room"] == clocked.hierarchy.show_room(ctx, "w", "diary")["id"]
 
 
 @pytest.mark.parametrize(
@@ -917,14 +942,14 @@ def test_bad_diary_entries_are_refused(
 
 
 def test_read_diary_is_the_agents_newest_current_entries(
-    journal: JournalService, ctx: RequestContext
+    journal: JournalService, clocked: Palace, ctx: RequestContext
 ) -> None:
     first = diary(journal, ctx, "a1", "day one: set up the repository")
     second = diary(journal, ctx, "a1", "day two: wrote the parser")
     third = diary(journal, ctx, "a1", "day three: the parser was wrong")
     diary(journal, ctx, "a2", "someone else's day")
     diary(journal, ctx, "a1", "a day in another wing", wing="w2")
-    journal.palace.supersede(ctx, second["id"], {})
+    clocked.revisions.supersede(ctx, second["id"], {})
 
     read = journal.read_diary(ctx, agent_identity="a1", wing="w", limit=None)
     assert read["agent_identity"] == "a1"
@@ -978,7 +1003,7 @@ def highlight(
     wing: str = "w",
     agent: str = "writer",
 ) -> str:
-    drawer, _ = journal.palace.file(
+    drawer, _ = journal.filing.file(
         ctx,
         wing,
         "entries",
@@ -1004,13 +1029,13 @@ def test_wake_up_of_an_empty_palace(journal: JournalService, ctx: RequestContext
 
 
 def test_wake_up_reads_checkpointed_drawers_newest_first(
-    journal: JournalService, ctx: RequestContext, store: Store, checkpoint_job: str
+    journal: JournalService, clocked: Palace, ctx: RequestContext, store: Store, checkpoint_job: str
 ) -> None:
     demo_job = add_job(store, "completed", {"type": "demo", "steps": 1})
     old = highlight(journal, ctx, checkpoint_job, "first highlight", agent="someone-else")
     highlight(journal, ctx, demo_job, "written by a demo job")
     highlight(journal, ctx, str(uuid.uuid4()), "written by a job that is gone")
-    file(journal.palace, ctx, "filed by hand", wing="w", room="entries")
+    file(clocked, ctx, "filed by hand", wing="w", room="entries")
     new = highlight(journal, ctx, checkpoint_job, "second highlight")
     elsewhere = highlight(journal, ctx, checkpoint_job, "in another wing", wing="w2")
 
@@ -1020,16 +1045,16 @@ def test_wake_up_reads_checkpointed_drawers_newest_first(
 
 
 def test_wake_up_skips_superseded_highlights(
-    journal: JournalService, ctx: RequestContext, checkpoint_job: str
+    journal: JournalService, clocked: Palace, ctx: RequestContext, checkpoint_job: str
 ) -> None:
     kept = highlight(journal, ctx, checkpoint_job, "still true")
     gone = highlight(journal, ctx, checkpoint_job, "no longer true")
-    journal.palace.supersede(ctx, gone, {})
+    clocked.revisions.supersede(ctx, gone, {})
     assert ids_of(wake(journal, ctx)) == [kept]
 
 
 def test_wake_up_diary_only_with_a_wing(
-    journal: JournalService, ctx: RequestContext, checkpoint_job: str
+    journal: JournalService, clocked: Palace, ctx: RequestContext, checkpoint_job: str
 ) -> None:
     diary(journal, ctx, "a1", "older entry")
     newest = diary(journal, ctx, "a1", "newest entry")
@@ -1038,7 +1063,7 @@ def test_wake_up_diary_only_with_a_wing(
     assert wake(journal, ctx)["diary"] is None
     assert wake(journal, ctx, wing="w")["diary"]["id"] == newest["id"]
     assert wake(journal, ctx, wing="w", agent="a3")["diary"] is None
-    journal.palace.supersede(ctx, newest["id"], {})
+    clocked.revisions.supersede(ctx, newest["id"], {})
     assert wake(journal, ctx, wing="w")["diary"]["content"] == "older entry"
 
 
@@ -1144,7 +1169,7 @@ def test_wake_up_is_a_read(journal: JournalService) -> None:
 CHECKPOINT_KIND = {"type": "checkpoint", "payload": {"items": []}}
 
 
-def filled(palace: PalaceService, ctx: RequestContext) -> None:
+def filled(palace: Palace, ctx: RequestContext) -> None:
     file(palace, ctx, TEXT, wing="w", room="r")
     file(palace, ctx, TYPO, wing="w", room="r")
 
@@ -1154,17 +1179,17 @@ def filled(palace: PalaceService, ctx: RequestContext) -> None:
     "kind", [CHECKPOINT_KIND, {"type": "repair", "dry_run": False}], ids=["checkpoint", "repair"]
 )
 def test_deletes_are_refused_while_a_writing_job_is_pending(
-    palace: PalaceService, ctx: RequestContext, store: Store, status: str, kind: dict
+    palace: Palace, ctx: RequestContext, store: Store, status: str, kind: dict
 ) -> None:
     filled(palace, ctx)
     add_job(store, status, kind)
     with pytest.raises(PalaceBusy) as caught:
-        palace.delete_room(ctx, "w", "r")
+        palace.hierarchy.delete_room(ctx, "w", "r")
     assert caught.value.status == 409
     assert caught.value.code == "memcastle::palace::busy"
     with pytest.raises(PalaceBusy):
-        palace.delete_wing(ctx, "w")
-    assert palace.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 2}
+        palace.hierarchy.delete_wing(ctx, "w")
+    assert palace.hierarchy.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 2}
     assert len(edges(store)) == 1
 
 
@@ -1182,36 +1207,36 @@ def test_deletes_are_refused_while_a_writing_job_is_pending(
     ],
 )
 def test_deletes_go_ahead_when_no_writing_job_is_pending(
-    palace: PalaceService, ctx: RequestContext, store: Store, status: str, kind: dict
+    palace: Palace, ctx: RequestContext, store: Store, status: str, kind: dict
 ) -> None:
     filled(palace, ctx)
     file(palace, ctx, OTHER, wing="w", room="r2")
     add_job(store, status, kind)
-    assert palace.delete_room(ctx, "w", "r") == {"wings": 0, "rooms": 1, "drawers": 2}
+    assert palace.hierarchy.delete_room(ctx, "w", "r") == {"wings": 0, "rooms": 1, "drawers": 2}
     assert edges(store) == [], "the room's similar_to edges went with it"
-    assert palace.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 1}
+    assert palace.hierarchy.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 1}
     assert drawer_ids(store) == set()
 
 
 def test_a_job_that_ends_releases_the_delete(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     filled(palace, ctx)
     job_id = add_job(store, "running", CHECKPOINT_KIND)
     with pytest.raises(PalaceBusy):
-        palace.delete_wing(ctx, "w")
+        palace.hierarchy.delete_wing(ctx, "w")
     store.query("UPDATE type::record('job', $id) SET status = 'completed'", {"id": job_id})
-    assert palace.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 2}
+    assert palace.hierarchy.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 2}
 
 
-def test_deletes_need_full_mode(palace: PalaceService, ctx: RequestContext) -> None:
+def test_deletes_need_full_mode(palace: Palace, ctx: RequestContext) -> None:
     filled(palace, ctx)
     read_only = RequestContext.build(mode="read_only")
     with pytest.raises(ModeForbidden):
-        palace.delete_room(read_only, "w", "r")
+        palace.hierarchy.delete_room(read_only, "w", "r")
     with pytest.raises(ModeForbidden):
-        palace.delete_wing(read_only, "w")
-    assert palace.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 2}
+        palace.hierarchy.delete_wing(read_only, "w")
+    assert palace.hierarchy.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 2}
 
 
 # Checkpoint payload ------------------------------------------------------------------------
@@ -1405,9 +1430,9 @@ def test_destination_of(item: dict, expected: tuple[str, str]) -> None:
 def test_with_deduplication_off_a_batch_links_nothing_within_itself(
     store: Store, ctx: RequestContext
 ) -> None:
-    palace = PalaceService(PalaceRepository(store), dedup_config=DedupConfig(enabled=False))
+    palace = build(store, dedup=DedupConfig(enabled=False))
     text = "We deploy the backend service every Tuesday morning."
-    filed = palace.file_batch(
+    filed = palace.filing.file_batch(
         ctx,
         [
             ("w", "r", Filing(content=text)),

@@ -10,21 +10,15 @@ import pytest
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.store import Statement, Store
+from palace.filing import NOT_RUN, DrawerNameTaken, Filing
+from palace.hierarchy import DrawerNotFound, RoomNotFound, WingNotFound
 from palace.names import PathInvalid
-from palace.services import (
-    NOT_RUN,
-    DrawerNameTaken,
-    DrawerNotFound,
-    Filing,
-    PalaceService,
-    RoomNotFound,
-    WingNotFound,
-)
+from tests.palace_services import Palace
 
 
-def test_create_wing_is_idempotent(palace: PalaceService, ctx: RequestContext) -> None:
-    first = palace.create_wing(ctx, {"name": "work", "description": "day job"})
-    again = palace.create_wing(ctx, {"name": "work"})
+def test_create_wing_is_idempotent(palace: Palace, ctx: RequestContext) -> None:
+    first = palace.hierarchy.create_wing(ctx, {"name": "work", "description": "day job"})
+    again = palace.hierarchy.create_wing(ctx, {"name": "work"})
     assert first["created"] is True
     assert again["created"] is False
     assert again["id"] == first["id"]
@@ -36,50 +30,48 @@ def test_create_wing_is_idempotent(palace: PalaceService, ctx: RequestContext) -
     "name",
     ["", " padded", "trailing ", "a/b", "bell\x07", "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"],
 )
-def test_wing_names_follow_the_rules(palace: PalaceService, ctx: RequestContext, name: str) -> None:
+def test_wing_names_follow_the_rules(palace: Palace, ctx: RequestContext, name: str) -> None:
     with pytest.raises((PathInvalid, InputInvalid)):
-        palace.create_wing(ctx, {"name": name})
-    assert palace.list_wings(ctx) == {"wings": []}
+        palace.hierarchy.create_wing(ctx, {"name": name})
+    assert palace.hierarchy.list_wings(ctx) == {"wings": []}
 
 
-def test_wing_resolves_by_name_then_uuid(palace: PalaceService, ctx: RequestContext) -> None:
-    wing = palace.create_wing(ctx, {"name": "work"})
-    assert palace.show_wing(ctx, "work")["id"] == wing["id"]
-    assert palace.show_wing(ctx, wing["id"])["name"] == "work"
-    assert palace.show_wing(ctx, wing["id"].upper())["name"] == "work"
+def test_wing_resolves_by_name_then_uuid(palace: Palace, ctx: RequestContext) -> None:
+    wing = palace.hierarchy.create_wing(ctx, {"name": "work"})
+    assert palace.hierarchy.show_wing(ctx, "work")["id"] == wing["id"]
+    assert palace.hierarchy.show_wing(ctx, wing["id"])["name"] == "work"
+    assert palace.hierarchy.show_wing(ctx, wing["id"].upper())["name"] == "work"
     with pytest.raises(WingNotFound) as caught:
-        palace.show_wing(ctx, "nope")
+        palace.hierarchy.show_wing(ctx, "nope")
     assert caught.value.status == 404
     assert caught.value.code == "memcastle::palace::wing_not_found"
 
 
-def test_room_create_makes_the_missing_wing(palace: PalaceService, ctx: RequestContext) -> None:
-    room = palace.create_room(ctx, "new-wing", {"name": "notes"})
+def test_room_create_makes_the_missing_wing(palace: Palace, ctx: RequestContext) -> None:
+    room = palace.hierarchy.create_room(ctx, "new-wing", {"name": "notes"})
     assert room["created"] is True
-    assert palace.show_wing(ctx, "new-wing")["counts"] == {"rooms": 1, "drawers": 0}
-    assert palace.create_room(ctx, "new-wing", {"name": "notes"})["created"] is False
+    assert palace.hierarchy.show_wing(ctx, "new-wing")["counts"] == {"rooms": 1, "drawers": 0}
+    assert palace.hierarchy.create_room(ctx, "new-wing", {"name": "notes"})["created"] is False
 
 
-def test_room_uuid_resolves_only_inside_its_wing(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
-    room = palace.create_room(ctx, "a", {"name": "notes"})
-    palace.create_wing(ctx, {"name": "b"})
-    assert palace.show_room(ctx, "a", room["id"])["name"] == "notes"
+def test_room_uuid_resolves_only_inside_its_wing(palace: Palace, ctx: RequestContext) -> None:
+    room = palace.hierarchy.create_room(ctx, "a", {"name": "notes"})
+    palace.hierarchy.create_wing(ctx, {"name": "b"})
+    assert palace.hierarchy.show_room(ctx, "a", room["id"])["name"] == "notes"
     with pytest.raises(RoomNotFound):
-        palace.show_room(ctx, "b", room["id"])
+        palace.hierarchy.show_room(ctx, "b", room["id"])
 
 
-def test_drawer_is_stored_verbatim(palace: PalaceService, ctx: RequestContext) -> None:
+def test_drawer_is_stored_verbatim(palace: Palace, ctx: RequestContext) -> None:
     content = "  Always run the formatter.\n\n"
-    drawer = palace.create_drawer(
+    drawer = palace.filing.create_drawer(
         ctx,
         "work",
         "style",
         {"content": content, "tags": ["workflow"], "source": {"kind": "manual", "agent": "a1"}},
     )
     assert drawer["created"] is True
-    stored = palace.show_drawer_by_id(ctx, drawer["id"])
+    stored = palace.hierarchy.show_drawer_by_id(ctx, drawer["id"])
     assert stored["content"] == content
     assert len(stored["content_hash"]) == 64
     assert stored["tags"] == ["workflow"]
@@ -90,45 +82,46 @@ def test_drawer_is_stored_verbatim(palace: PalaceService, ctx: RequestContext) -
     assert stored["name"] is None
 
 
-def test_requested_by_records_the_channel(palace: PalaceService) -> None:
+def test_requested_by_records_the_channel(palace: Palace) -> None:
     cli = RequestContext.build(requested_by="cli")
-    drawer = palace.create_drawer(cli, "w", "r", {"content": "from the cli"})
+    drawer = palace.filing.create_drawer(cli, "w", "r", {"content": "from the cli"})
     assert drawer["provenance"]["requested_by"] == "cli"
 
 
-def test_drawer_names_may_hold_slashes(palace: PalaceService, ctx: RequestContext) -> None:
-    palace.create_drawer(ctx, "code", "files", {"content": "fn main() {}", "name": "src/main.rs"})
-    assert palace.show_drawer(ctx, "code", "files", "src/main.rs")["content"] == "fn main() {}"
+def test_drawer_names_may_hold_slashes(palace: Palace, ctx: RequestContext) -> None:
+    palace.filing.create_drawer(
+        ctx, "code", "files", {"content": "fn main() {}", "name": "src/main.rs"}
+    )
+    assert (
+        palace.hierarchy.show_drawer(ctx, "code", "files", "src/main.rs")["content"]
+        == "fn main() {}"
+    )
     with pytest.raises(PathInvalid):
-        palace.create_drawer(ctx, "code", "files", {"content": "x", "name": "src//main.rs"})
+        palace.filing.create_drawer(ctx, "code", "files", {"content": "x", "name": "src//main.rs"})
     with pytest.raises(PathInvalid):
-        palace.create_drawer(ctx, "code", "files", {"content": "x", "name": "../etc"})
+        palace.filing.create_drawer(ctx, "code", "files", {"content": "x", "name": "../etc"})
 
 
-def test_same_name_same_content_is_a_no_op(palace: PalaceService, ctx: RequestContext) -> None:
-    first = palace.create_drawer(ctx, "w", "r", {"content": "same", "name": "n"})
-    again = palace.create_drawer(ctx, "w", "r", {"content": "same", "name": "n"})
+def test_same_name_same_content_is_a_no_op(palace: Palace, ctx: RequestContext) -> None:
+    first = palace.filing.create_drawer(ctx, "w", "r", {"content": "same", "name": "n"})
+    again = palace.filing.create_drawer(ctx, "w", "r", {"content": "same", "name": "n"})
     assert again["created"] is False
     assert again["id"] == first["id"]
 
 
-def test_a_name_held_by_other_content_is_refused(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
-    palace.create_drawer(ctx, "w", "r", {"content": "one", "name": "n"})
+def test_a_name_held_by_other_content_is_refused(palace: Palace, ctx: RequestContext) -> None:
+    palace.filing.create_drawer(ctx, "w", "r", {"content": "one", "name": "n"})
     with pytest.raises(DrawerNameTaken) as caught:
-        palace.create_drawer(ctx, "w", "r", {"content": "two", "name": "n"})
+        palace.filing.create_drawer(ctx, "w", "r", {"content": "two", "name": "n"})
     assert caught.value.status == 409
     assert caught.value.code == "memcastle::palace::drawer_name_taken"
-    assert palace.show_room(ctx, "w", "r")["counts"] == {"drawers": 1}
+    assert palace.hierarchy.show_room(ctx, "w", "r")["counts"] == {"drawers": 1}
 
 
-def test_an_unnamed_exact_copy_is_not_stored_twice(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
-    first = palace.create_drawer(ctx, "w", "r", {"content": "remember this"})
-    again = palace.create_drawer(ctx, "w", "r", {"content": "remember this"})
-    elsewhere = palace.create_drawer(ctx, "w", "other", {"content": "remember this"})
+def test_an_unnamed_exact_copy_is_not_stored_twice(palace: Palace, ctx: RequestContext) -> None:
+    first = palace.filing.create_drawer(ctx, "w", "r", {"content": "remember this"})
+    again = palace.filing.create_drawer(ctx, "w", "r", {"content": "remember this"})
+    elsewhere = palace.filing.create_drawer(ctx, "w", "other", {"content": "remember this"})
     assert again == {**first, "created": False}
     assert elsewhere["created"] is True
 
@@ -148,60 +141,62 @@ def test_an_unnamed_exact_copy_is_not_stored_twice(
     ],
 )
 def test_bad_drawer_input_names_the_field_and_writes_nothing(
-    palace: PalaceService, body: dict, field: str
+    palace: Palace, body: dict, field: str
 ) -> None:
     with pytest.raises(InputInvalid) as caught:
         ctx = RequestContext.build(requested_by=body.get("requested_by"))
-        palace.create_drawer(ctx, "w", "r", body)
+        palace.filing.create_drawer(ctx, "w", "r", body)
     assert caught.value.field == field
     assert caught.value.status == 400
     assert field in caught.value.message
-    assert palace.list_wings(RequestContext.build()) == {"wings": []}
+    assert palace.hierarchy.list_wings(RequestContext.build()) == {"wings": []}
 
 
-def test_valid_from_takes_a_date_or_a_timestamp(palace: PalaceService, ctx: RequestContext) -> None:
-    dated = palace.create_drawer(ctx, "w", "r", {"content": "a", "valid_from": "2025-01-01"})
-    stamped = palace.create_drawer(
+def test_valid_from_takes_a_date_or_a_timestamp(palace: Palace, ctx: RequestContext) -> None:
+    dated = palace.filing.create_drawer(ctx, "w", "r", {"content": "a", "valid_from": "2025-01-01"})
+    stamped = palace.filing.create_drawer(
         ctx, "w", "r", {"content": "b", "valid_from": "2025-06-01T12:30:00+02:00"}
     )
     assert dated["valid_from"] == dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     assert stamped["valid_from"] == dt.datetime(2025, 6, 1, 10, 30, tzinfo=dt.UTC)
 
 
-def test_counts_follow_writes_and_deletes(palace: PalaceService, ctx: RequestContext) -> None:
+def test_counts_follow_writes_and_deletes(palace: Palace, ctx: RequestContext) -> None:
     for room in ("a", "b"):
         for index in range(3):
-            palace.create_drawer(ctx, "w", room, {"content": f"{room} {index}"})
-    palace.create_drawer(ctx, "other", "a", {"content": "elsewhere"})
-    wings = {wing["name"]: wing["counts"] for wing in palace.list_wings(ctx)["wings"]}
+            palace.filing.create_drawer(ctx, "w", room, {"content": f"{room} {index}"})
+    palace.filing.create_drawer(ctx, "other", "a", {"content": "elsewhere"})
+    wings = {wing["name"]: wing["counts"] for wing in palace.hierarchy.list_wings(ctx)["wings"]}
     assert wings == {"other": {"rooms": 1, "drawers": 1}, "w": {"rooms": 2, "drawers": 6}}
-    rooms = palace.list_rooms(ctx, "w")["rooms"]
+    rooms = palace.hierarchy.list_rooms(ctx, "w")["rooms"]
     assert [(room["name"], room["counts"]["drawers"]) for room in rooms] == [("a", 3), ("b", 3)]
 
-    assert palace.delete_room(ctx, "w", "a") == {"wings": 0, "rooms": 1, "drawers": 3}
-    assert palace.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 3}
-    assert palace.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 3}
-    assert [wing["name"] for wing in palace.list_wings(ctx)["wings"]] == ["other"]
-    assert palace.repository.drawer_total() == 1
+    assert palace.hierarchy.delete_room(ctx, "w", "a") == {"wings": 0, "rooms": 1, "drawers": 3}
+    assert palace.hierarchy.show_wing(ctx, "w")["counts"] == {"rooms": 1, "drawers": 3}
+    assert palace.hierarchy.delete_wing(ctx, "w") == {"wings": 1, "rooms": 1, "drawers": 3}
+    assert [wing["name"] for wing in palace.hierarchy.list_wings(ctx)["wings"]] == ["other"]
+    assert palace.hierarchy.drawer_total() == 1
 
 
-def test_drawer_delete_removes_one(palace: PalaceService, ctx: RequestContext) -> None:
-    kept = palace.create_drawer(ctx, "w", "r", {"content": "kept"})
-    gone = palace.create_drawer(ctx, "w", "r", {"content": "gone", "name": "gone"})
-    assert palace.delete_drawer(ctx, "w", "r", "gone") == {"wings": 0, "rooms": 0, "drawers": 1}
+def test_drawer_delete_removes_one(palace: Palace, ctx: RequestContext) -> None:
+    kept = palace.filing.create_drawer(ctx, "w", "r", {"content": "kept"})
+    gone = palace.filing.create_drawer(ctx, "w", "r", {"content": "gone", "name": "gone"})
+    assert palace.hierarchy.delete_drawer(ctx, "w", "r", "gone") == {
+        "wings": 0,
+        "rooms": 0,
+        "drawers": 1,
+    }
     with pytest.raises(DrawerNotFound):
-        palace.show_drawer_by_id(ctx, gone["id"])
-    assert palace.show_drawer_by_id(ctx, kept["id"])["content"] == "kept"
-    assert palace.show_room(ctx, "w", "r")["counts"] == {"drawers": 1}
+        palace.hierarchy.show_drawer_by_id(ctx, gone["id"])
+    assert palace.hierarchy.show_drawer_by_id(ctx, kept["id"])["content"] == "kept"
+    assert palace.hierarchy.show_room(ctx, "w", "r")["counts"] == {"drawers": 1}
 
 
-def test_listing_pages_and_never_carries_content(
-    palace: PalaceService, ctx: RequestContext
-) -> None:
+def test_listing_pages_and_never_carries_content(palace: Palace, ctx: RequestContext) -> None:
     long_text = "word " * 100
     for index in range(5):
-        palace.create_drawer(ctx, "w", "r", {"content": f"{index} {long_text}"})
-    page = palace.list_drawers(ctx, "w", "r", limit="2", offset="1")
+        palace.filing.create_drawer(ctx, "w", "r", {"content": f"{index} {long_text}"})
+    page = palace.hierarchy.list_drawers(ctx, "w", "r", limit="2", offset="1")
     assert page["total"] == 5
     assert (page["limit"], page["offset"]) == (2, 1)
     assert len(page["drawers"]) == 2
@@ -210,40 +205,40 @@ def test_listing_pages_and_never_carries_content(
         assert entry["preview"].endswith("…")
         assert len(entry["preview"]) <= 121
         assert entry["length"] == len(f"0 {long_text}")
-    assert palace.list_drawers(ctx, "w", "r", limit=0)["limit"] == 50
-    assert palace.list_drawers(ctx, "w", "r", limit=5000)["limit"] == 200
+    assert palace.hierarchy.list_drawers(ctx, "w", "r", limit=0)["limit"] == 50
+    assert palace.hierarchy.list_drawers(ctx, "w", "r", limit=5000)["limit"] == 200
     with pytest.raises(InputInvalid):
-        palace.list_drawers(ctx, "w", "r", limit="-1")
+        palace.hierarchy.list_drawers(ctx, "w", "r", limit="-1")
     with pytest.raises(InputInvalid):
-        palace.list_drawers(ctx, "w", "r", limit="ten")
+        palace.hierarchy.list_drawers(ctx, "w", "r", limit="ten")
 
 
-def test_drawer_by_id_needs_a_uuid(palace: PalaceService, ctx: RequestContext) -> None:
+def test_drawer_by_id_needs_a_uuid(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(InputInvalid) as caught:
-        palace.show_drawer_by_id(ctx, "not-a-uuid")
+        palace.hierarchy.show_drawer_by_id(ctx, "not-a-uuid")
     assert caught.value.field == "id"
     with pytest.raises(DrawerNotFound):
-        palace.show_drawer_by_id(ctx, "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f")
+        palace.hierarchy.show_drawer_by_id(ctx, "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f")
 
 
-def test_reads_of_unknown_places_create_nothing(palace: PalaceService, ctx: RequestContext) -> None:
+def test_reads_of_unknown_places_create_nothing(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(WingNotFound):
-        palace.list_rooms(ctx, "ghost")
+        palace.hierarchy.list_rooms(ctx, "ghost")
     with pytest.raises(WingNotFound):
-        palace.list_drawers(ctx, "ghost", "room")
-    assert palace.list_wings(ctx) == {"wings": []}
+        palace.hierarchy.list_drawers(ctx, "ghost", "room")
+    assert palace.hierarchy.list_wings(ctx) == {"wings": []}
 
 
 # Writes keep the rooms they resolved, and check them in the batch's one read.
 
 
-def filed(palace: PalaceService, ctx: RequestContext, room: str, content: str) -> dict:
-    drawer, _ = palace.file(ctx, "work", room, Filing(content=content))
+def filed(palace: Palace, ctx: RequestContext, room: str, content: str) -> dict:
+    drawer, _ = palace.filing.file(ctx, "work", room, Filing(content=content))
     return drawer
 
 
 def test_a_batch_into_rooms_written_before_reads_once_then_writes(
-    palace: PalaceService, ctx: RequestContext, store: Store, monkeypatch: pytest.MonkeyPatch
+    palace: Palace, ctx: RequestContext, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     filed(palace, ctx, "notes", "the first note makes the room")
     queries: list[str] = []
@@ -254,7 +249,7 @@ def test_a_batch_into_rooms_written_before_reads_once_then_writes(
         return query(sql, variables)
 
     monkeypatch.setattr(store, "query", counted)
-    outcomes = palace.file_batch(
+    outcomes = palace.filing.file_batch(
         ctx, [("work", "notes", Filing(content=f"note {n}", name=f"n{n}")) for n in range(5)]
     )
     assert [outcome.created for outcome in outcomes] == [True] * 5
@@ -262,7 +257,7 @@ def test_a_batch_into_rooms_written_before_reads_once_then_writes(
 
 
 def test_a_room_deleted_by_another_process_is_resolved_again(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     first = filed(palace, ctx, "notes", "a note in the first room")
     # Another daemon on the same store deletes the room this service keeps.
@@ -271,16 +266,16 @@ def test_a_room_deleted_by_another_process_is_resolved_again(
     second = filed(palace, ctx, "notes", "a note after the room was deleted")
 
     assert second["room"] != first["room"]
-    assert palace.show_room(ctx, "work", "notes")["id"] == second["room"]
+    assert palace.hierarchy.show_room(ctx, "work", "notes")["id"] == second["room"]
 
 
 def test_then_commits_with_the_batch_and_returns_what_it_returned(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     store.query("CREATE type::record('marker', 'm') SET ran = false")
-    batch = palace.prepare_batch(ctx, [("work", "notes", Filing(content="a note"))])
+    batch = palace.filing.prepare_batch(ctx, [("work", "notes", Filing(content="a note"))])
 
-    outcomes, ran = palace.write_batch(
+    outcomes, ran = palace.filing.write_batch(
         ctx, batch, Statement("UPDATE type::record('marker', 'm') SET ran = true;", {})
     )
 
@@ -289,10 +284,10 @@ def test_then_commits_with_the_batch_and_returns_what_it_returned(
 
 
 def test_a_name_taken_after_the_batch_was_judged_is_filed_again_without_then(
-    palace: PalaceService, ctx: RequestContext, store: Store
+    palace: Palace, ctx: RequestContext, store: Store
 ) -> None:
     store.query("CREATE type::record('marker', 'm') SET ran = false")
-    batch = palace.prepare_batch(
+    batch = palace.filing.prepare_batch(
         ctx,
         [
             ("work", "notes", Filing(content="our plan", name="plan")),
@@ -300,9 +295,9 @@ def test_a_name_taken_after_the_batch_was_judged_is_filed_again_without_then(
         ],
     )
     # Another request takes the name meanwhile.
-    palace.file(ctx, "work", "notes", Filing(content="their plan", name="plan"))
+    palace.filing.file(ctx, "work", "notes", Filing(content="their plan", name="plan"))
 
-    outcomes, ran = palace.write_batch(
+    outcomes, ran = palace.filing.write_batch(
         ctx, batch, Statement("UPDATE type::record('marker', 'm') SET ran = true;", {})
     )
 
@@ -310,3 +305,62 @@ def test_a_name_taken_after_the_batch_was_judged_is_filed_again_without_then(
     assert isinstance(outcomes[0].error, DrawerNameTaken)
     assert outcomes[1].created
     assert store.one("SELECT VALUE ran FROM ONLY type::record('marker', 'm')") is False
+
+
+# What the hierarchy offers the other services: stored drawers and rooms, read in one trip.
+
+
+def test_drawer_is_found_by_its_id_in_any_spelling(palace: Palace, ctx: RequestContext) -> None:
+    drawer = filed(palace, ctx, "notes", "a note to find again")
+    assert palace.hierarchy.drawer(drawer["id"].upper())["content"] == "a note to find again"
+    with pytest.raises(DrawerNotFound) as missing:
+        palace.hierarchy.drawer("0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f")
+    assert missing.value.code == "memcastle::palace::drawer_not_found"
+    with pytest.raises(InputInvalid):
+        palace.hierarchy.drawer("not-a-uuid")
+
+
+def test_drawers_by_ids_leaves_out_the_missing(palace: Palace, ctx: RequestContext) -> None:
+    first = filed(palace, ctx, "notes", "the first note")
+    second = filed(palace, ctx, "other", "a note in another room")
+    gone = filed(palace, ctx, "notes", "a note deleted since its id was read")
+    palace.hierarchy.delete_drawer(ctx, "work", "notes", gone["id"])
+    found = palace.hierarchy.drawers_by_ids([first["id"], second["id"], gone["id"]])
+    assert {drawer_id: row["content"] for drawer_id, row in found.items()} == {
+        first["id"]: "the first note",
+        second["id"]: "a note in another room",
+    }
+    assert palace.hierarchy.drawers_by_ids([]) == {}
+
+
+def test_existing_drawer_ids_are_those_stored(palace: Palace, ctx: RequestContext) -> None:
+    kept = filed(palace, ctx, "notes", "a note that stays")
+    never = "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"
+    assert palace.hierarchy.existing_drawer_ids([kept["id"], never]) == {kept["id"]}
+
+
+def test_drawer_total_counts_every_wing(palace: Palace, ctx: RequestContext) -> None:
+    assert palace.hierarchy.drawer_total() == 0
+    filed(palace, ctx, "notes", "one")
+    palace.filing.file(ctx, "home", "notes", Filing(content="two"))
+    assert palace.hierarchy.drawer_total() == 2
+
+
+def test_rooms_by_names_finds_only_existing_rooms(palace: Palace, ctx: RequestContext) -> None:
+    notes = palace.hierarchy.create_room(ctx, "work", {"name": "notes"})
+    palace.hierarchy.create_room(ctx, "home", {"name": "chores"})
+    found = palace.hierarchy.rooms_by_names([("work", "notes"), ("work", "chores"), ("x", "y")])
+    assert list(found) == [("work", "notes")]
+    assert found[("work", "notes")]["id"] == notes["id"]
+
+
+def test_ensure_place_creates_what_is_missing_once(palace: Palace, ctx: RequestContext) -> None:
+    room, created = palace.hierarchy.ensure_place("work", "notes", "what I wrote down")
+    again, created_again = palace.hierarchy.ensure_place("work", "notes")
+    assert (created, created_again) == (True, False)
+    assert again == room
+    assert room["description"] == "what I wrote down"
+    with pytest.raises(PathInvalid):
+        palace.hierarchy.ensure_place("home", "bad/room")
+    with pytest.raises(WingNotFound):
+        palace.hierarchy.find_wing("home")

@@ -26,13 +26,15 @@ import httpx
 import numpy as np
 import pytest
 
+from palace.embeddings.repository import EmbeddingRepository
+from palace.filing import Filing
 from palace.search import indexes as indexes_module
 from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION
 from palace.search.query import to_ns
+from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.service import SearchService
-from palace.services import Filing
 from tests.daemon import Daemon, wait_for
 from tests.search_palace import (
     CTX,
@@ -133,7 +135,7 @@ def test_a_deleted_drawer_and_its_vector_are_gone(palace: SearchPalace) -> None:
     palace.attach(kept["id"], unit(1, 1))
     palace.attach(gone["id"], unit(1, 0.9))
     assert sorted(palace.ids(q="redis")) == sorted([kept["id"], gone["id"]])
-    palace.palace.delete_drawer(CTX, "work", "db", gone["id"])
+    palace.hierarchy.delete_drawer(CTX, "work", "db", gone["id"])
     assert palace.ids(q="redis") == [kept["id"]]
     assert palace.ids(q="redis", include_historical="true") == [kept["id"]]
     vectors = palace.search_body(semantic(unit(1, 0.9), limit=10))
@@ -146,11 +148,11 @@ def test_deleting_a_room_or_a_wing_removes_its_drawers_and_vectors(palace: Searc
     in_wing = palace.file("work", "db", "cascade wing", valid_from=instant(1))
     for drawer in (kept, in_room, in_wing):
         palace.attach(drawer["id"], unit(1, 0))
-    palace.palace.delete_room(CTX, "work", "ops")
+    palace.hierarchy.delete_room(CTX, "work", "ops")
     assert sorted(palace.ids(q="cascade", include_historical="true")) == sorted(
         [kept["id"], in_wing["id"]]
     )
-    palace.palace.delete_wing(CTX, "work")
+    palace.hierarchy.delete_wing(CTX, "work")
     assert palace.ids(q="cascade", include_historical="true") == [kept["id"]]
     everything = palace.search_body(semantic(unit(1, 0), filter={"temporal": "all"}))
     assert ids_of(everything) == [kept["id"]]
@@ -221,7 +223,7 @@ def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(
         palace.attach(good["id"], unit(1, 0))
         palace.attach(foreign["id"], [1.0, 0.0, 0.0, 0.0], profile="other")
         # A row of the stand-in profile with 5 numbers, written past the service's check.
-        palace.embeddings.repository.put(
+        EmbeddingRepository(palace.store).put(
             [(short["id"], np.ones((1, 5), dtype=np.float32))],
             STANDIN,
             external_profile().provenance(),
@@ -525,7 +527,7 @@ def test_a_change_written_while_closed_is_seen_after_reopen(
     # The drawers the first fill wrote are still there; write more and change some.
     added = fill(filled, 100, 10)
     victim = added[0]
-    filled.palace.delete_drawer(CTX, *_place(filled, victim), victim["id"])
+    filled.hierarchy.delete_drawer(CTX, *_place(filled, victim), victim["id"])
     retired = added[1]
     filled.supersede(retired["id"], None, instant(300))
     filled.clock.set(NOW)
@@ -552,12 +554,14 @@ def _place(palace: SearchPalace, drawer: dict[str, Any]) -> tuple[str, str]:
 
 def _fresh_answers(palace: SearchPalace) -> dict[str, Any]:
     """The answers of indexes rebuilt from nothing, in another directory: the reference."""
-    reference = SearchIndexes(palace.store, palace.root / "reference", palace.indexed_profiles)
+    reference = SearchIndexes(
+        SearchRepository(palace.store), palace.root / "reference", palace.indexed_profiles
+    )
     reference.open()
     current, palace.indexes = palace.indexes, reference
     service = palace.service
     palace.service = SearchService(
-        palace.palace, reference, palace.embeddings, palace.graph, clock=palace.clock
+        palace.hierarchy, reference, palace.embeddings, palace.graph, clock=palace.clock
     )
     try:
         return answers(palace)
@@ -649,10 +653,10 @@ class HeldScan:
         self.release = threading.Event()
         scan = indexes._scan
 
-        def held(query: str, variables: dict[str, Any]) -> Iterator[Any]:
+        def held(read: Callable[[int, int], list[dict[str, Any]]]) -> Iterator[Any]:
             self.reached.set()
             assert self.release.wait(timeout=30)
-            yield from scan(query, variables)
+            yield from scan(read)
 
         monkeypatch.setattr(indexes, "_scan", held)
 
@@ -665,7 +669,9 @@ def _rebuilding(
     filled.close_indexes()
     shutil.rmtree(filled.directory)
     monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
-    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    indexes = SearchIndexes(
+        SearchRepository(filled.store), filled.directory, filled.indexed_profiles
+    )
     held = HeldScan(indexes, monkeypatch)
     indexes.start()
     assert held.reached.wait(timeout=30)
@@ -681,10 +687,10 @@ def test_a_large_rebuild_runs_while_the_daemon_serves(
     indexes, held = _rebuilding(filled, monkeypatch)
     filled.indexes = indexes
     filled.service = SearchService(
-        filled.palace, indexes, filled.embeddings, filled.graph, clock=filled.clock
+        filled.hierarchy, indexes, filled.embeddings, filled.graph, clock=filled.clock
     )
     assert indexes.ready is False
-    total = filled.palace.repository.drawer_total()
+    total = filled.hierarchy.drawer_total()
     assert indexes.status() == {"state": "rebuilding", "drawers_read": 0, "of": total}
     with pytest.raises(IndexesBuilding) as refused:
         filled.search_body(semantic(unit(1, 0)))
@@ -746,10 +752,12 @@ def _left_behind(filled: SearchPalace, tmp_path: Path) -> dict[str, Any]:
 def _started_large(filled: SearchPalace, monkeypatch: pytest.MonkeyPatch) -> SearchIndexes:
     """The indexes started as the daemon starts them, the palace counted as large."""
     monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
-    indexes = SearchIndexes(filled.store, filled.directory, filled.indexed_profiles)
+    indexes = SearchIndexes(
+        SearchRepository(filled.store), filled.directory, filled.indexed_profiles
+    )
     filled.indexes = indexes
     filled.service = SearchService(
-        filled.palace, indexes, filled.embeddings, filled.graph, clock=filled.clock
+        filled.hierarchy, indexes, filled.embeddings, filled.graph, clock=filled.clock
     )
     return indexes
 
@@ -858,7 +866,7 @@ def test_a_stored_source_kind_this_version_does_not_know_is_searched_as_other(
     shows, and no other value of source_kind can select it."""
     drawer = palace.file("work", "db", "written by a newer daemon", valid_from=instant(1))
     palace.store.one(f"UPDATE type::record('drawer', $d) SET {stored}", {"d": drawer["id"]})
-    shown = palace.palace.show_drawer_by_id(CTX, drawer["id"])
+    shown = palace.hierarchy.show_drawer_by_id(CTX, drawer["id"])
     assert shown["source"]["kind"] == "other"
     assert palace.ids(q="newer", source_kind="other") == [drawer["id"]]
 

@@ -38,12 +38,13 @@ import numpy as np
 import pytest
 from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 
+from palace.filing import Filing
 from palace.search import indexes as search_indexes
 from palace.search.indexes import SearchIndexes
 from palace.search.lexical import terms
 from palace.search.query import from_body
+from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from palace.services import Filing
 from tests.search_palace import CTX, DIMENSIONS, STANDIN, Clock, SearchPalace, instant, rfc3339
 
 SEED = 20_260_501
@@ -246,7 +247,7 @@ def _generate(root: Path, seed: int) -> Generated:
     rooms = {row["id"]: row["name"] for row in palace.store.one("SELECT id, name FROM room")}
     for drawer_id in rng.sample(sorted(current), DELETES):
         drawer = current.pop(drawer_id)
-        palace.palace.delete_drawer(CTX, names[drawer["wing"]], rooms[drawer["room"]], drawer_id)
+        palace.hierarchy.delete_drawer(CTX, names[drawer["wing"]], rooms[drawer["room"]], drawer_id)
     return generated
 
 
@@ -596,10 +597,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # nothing writes here, and without it the rebuilt index holds exactly the store.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search_indexes, "REBUILD_MARGIN_MS", 0)
-        rebuilt_indexes = SearchIndexes(palace.store, root / "rebuilt", palace.indexed_profiles)
+        rebuilt_indexes = SearchIndexes(
+            SearchRepository(palace.store), root / "rebuilt", palace.indexed_profiles
+        )
         rebuilt_indexes.open()
     rebuilt = SearchService(
-        palace.palace, rebuilt_indexes, palace.embeddings, palace.graph, clock=palace.clock
+        palace.hierarchy, rebuilt_indexes, palace.embeddings, palace.graph, clock=palace.clock
     )
     try:
         yield World(generated, Oracle(palace), palace.service, rebuilt)

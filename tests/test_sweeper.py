@@ -15,6 +15,7 @@ import pytest
 
 from jobs import sweeper
 from jobs.executor import Executor
+from jobs.repository import JobRepository
 from jobs.services import JobService
 from kernel.config import JobsConfig
 from kernel.context import RequestContext
@@ -61,9 +62,10 @@ def events() -> Iterator[EventBus]:
 
 @pytest.fixture
 def jobs(store: Store, events: EventBus) -> JobService:
-    executor = Executor(store, events, CONFIG, exclusive_store=True)
+    repository = JobRepository(store)
+    executor = Executor(repository, events, CONFIG, exclusive_store=True)
     executor.dispatch = lambda job_id: None
-    return JobService(executor)
+    return JobService(repository, executor)
 
 
 def queued(jobs: JobService, status: str = "queued") -> list[dict[str, Any]]:

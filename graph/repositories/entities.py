@@ -10,7 +10,7 @@ from surrealdb import RecordID
 
 from graph.repositories.records import edge_rows, entity_record, rows_by_id
 from kernel.store import Store
-from palace.repository import DRAWER_LISTING_FIELDS
+from palace.repositories.hierarchy import DRAWER_LISTING_FIELDS
 
 # File entities under terms: one row a term, merged with the entities already under it.
 TERM_UPSERT = (

@@ -14,7 +14,7 @@ from surrealdb import RecordID
 
 from graph.repositories.records import edge_rows, entity_record
 from kernel.store import Store
-from palace.repository import CURRENT
+from palace.repositories.hierarchy import CURRENT
 
 DRAWER_FIELDS = (
     "record::id(id) AS id, wing, room, name, source, valid_from, valid_to, supersedes, "

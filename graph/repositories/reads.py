@@ -12,7 +12,7 @@ from surrealdb import RecordID
 from graph.neighbourhood import DEFAULT_CONFIDENCE, Neighbourhood, Relationship
 from graph.repositories.records import count, entity_record, rows_by_id
 from kernel.store import Store
-from palace.repository import DRAWER_LISTING_FIELDS
+from palace.repositories.hierarchy import DRAWER_LISTING_FIELDS
 
 # A relationship held at some instant of [$start, $end) (nanoseconds), the drawers' rule.
 _HELD = (

@@ -22,14 +22,14 @@ from jobs.states import Priority
 from jobs.sweeper import Sweeper
 from kernel.errors import InputInvalid
 from kernel.events import Event
-from palace.services import WingNotFound
+from palace.hierarchy import WingNotFound
 
 if TYPE_CHECKING:
     from jobs.run import JobRun
     from jobs.services import JobService
     from kernel.events import EventBus
     from palace.embeddings.service import EmbeddingService
-    from palace.services import PalaceService
+    from palace.hierarchy import HierarchyService
 
 PARAMETERS = ("wing",)
 
@@ -40,7 +40,7 @@ class EmbedServices(Protocol):
     @property
     def embeddings(self) -> EmbeddingService: ...
     @property
-    def palace(self) -> PalaceService: ...
+    def hierarchy(self) -> HierarchyService: ...
     @property
     def jobs(self) -> JobService: ...
     @property
@@ -54,7 +54,7 @@ def parse(body: Mapping[str, Any], services: EmbedServices) -> dict[str, Any]:
         raise InputInvalid(
             unknown[0], f"is not an embed job parameter (known: {', '.join(PARAMETERS)})"
         )
-    wing = services.palace.wing_parameter(body.get("wing"))
+    wing = services.hierarchy.wing_parameter(body.get("wing"))
     services.embeddings.embedding_profile()
     return {"wing": wing} if wing is not None else {}
 
@@ -71,11 +71,10 @@ def run(job: JobRun[EmbedServices]) -> dict[str, Any]:
 def _run(job: JobRun[EmbedServices]) -> dict[str, Any]:
     service = job.services.embeddings
     profile = service.embedding_profile()
-    repository = service.repository
     wing_id = None
     if job.params.get("wing") is not None:
         try:
-            wing_id = job.services.palace.find_wing(job.params["wing"])["id"]
+            wing_id = job.services.hierarchy.find_wing(job.params["wing"])["id"]
         except WingNotFound:
             # Deleted since the job was submitted: nothing of it is left to embed.
             job.save({}, current=0, total=0, message="the wing no longer exists", last=True)
@@ -85,17 +84,14 @@ def _run(job: JobRun[EmbedServices]) -> dict[str, Any]:
         # Restarted with another default profile: its count starts again.
         state = {"embedded": 0}
     state["profile"] = profile.name
-    done = repository.embedded(profile.name)
-    missing = repository.oldest_first(
-        drawer for drawer in repository.drawer_ids(wing_id) if drawer not in done
-    )
+    missing = service.missing(profile, wing_id)
     total = state["embedded"] + len(missing)
     if not missing:
         job.save(state, current=total, total=total, message="nothing left to embed", last=True)
     size = profile.batch_size
     for start in range(0, len(missing), size):
         batch = missing[start : start + size]
-        contents = repository.contents(batch)
+        contents = service.contents(batch)
         ids = [drawer for drawer in batch if drawer in contents]
         vectors = service.embed_documents(profile, [contents[drawer] for drawer in ids])
         written = service.store_vectors(profile, dict(zip(ids, vectors, strict=True)))

@@ -21,11 +21,10 @@ from kernel.config import EmbeddingsConfig
 from kernel.context import RequestContext
 from kernel.errors import EmbedNotConfigured, InputInvalid
 from kernel.profiles import Profile
-from kernel.store import Store
-from kernel.validation import body_object, parse_uuid
+from kernel.validation import body_object, parse_uuid, refuse_unknown
 from palace.embeddings import providers
 from palace.embeddings.repository import EmbeddingRepository
-from palace.services import DrawerNotFound, refuse_unknown
+from palace.hierarchy import DrawerNotFound
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 
@@ -33,7 +32,7 @@ ATTACH_FIELDS = ("profile", "embedding", "requested_by")
 class EmbeddingService:
     def __init__(
         self,
-        store: Store,
+        repository: EmbeddingRepository,
         config: EmbeddingsConfig | None = None,
         clock: Callable[[], dt.datetime] = utc_now,
     ) -> None:
@@ -42,7 +41,7 @@ class EmbeddingService:
         self.default: Profile | None = (
             self.profiles[config.default_profile] if config.default_profile else None
         )
-        self.repository = EmbeddingRepository(store)
+        self._repository = repository
         self.clock = clock
         self._providers: dict[str, providers.Provider] = {}
         self._lock = threading.Lock()
@@ -158,7 +157,7 @@ class EmbeddingService:
         vector = self.check_vector(profile, data["embedding"], "embedding")
         drawer = parse_uuid(drawer_id, "id")
         provenance = profile.provenance()
-        written = self.repository.put(
+        written = self._repository.put(
             [(drawer, vector[None, :])], profile.name, provenance, self.clock()
         )
         if drawer not in written:
@@ -172,6 +171,20 @@ class EmbeddingService:
 
     def store_vectors(self, profile: Profile, vectors: Mapping[str, np.ndarray]) -> set[str]:
         """Store drawers' vectors made in `profile`; returns the drawers that still existed."""
-        return self.repository.put(
+        return self._repository.put(
             list(vectors.items()), profile.name, profile.provenance(), self.clock()
         )
+
+    # What the embed job reads.
+
+    def missing(self, profile: Profile, wing_id: str | None) -> list[str]:
+        """The drawers of wing `wing_id` (of the palace with None), current and superseded,
+        without a vector in `profile`, oldest `created_at` first."""
+        done = self._repository.embedded(profile.name)
+        return self._repository.oldest_first(
+            drawer for drawer in self._repository.drawer_ids(wing_id) if drawer not in done
+        )
+
+    def contents(self, drawer_ids: Sequence[str]) -> dict[str, str]:
+        """The content of each of the drawers that still exist, by id."""
+        return self._repository.contents(drawer_ids)

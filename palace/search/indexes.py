@@ -22,22 +22,23 @@ On disk, under `<palace>/search/`: `lexical/` (tantivy) with `lexical.json`, and
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import os
 import pickle
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kernel.errors import MemCastleError
-from kernel.store import Store
 from palace.drawers import read_source
 from palace.search.catalog import Catalog
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
 from palace.search.query import to_ns
+from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.vectors import VectorIndex
 
@@ -59,8 +60,6 @@ BACKGROUND_REBUILD_DRAWERS = 20_000
 # feed before it serves anyway: usually a few changes, but drawers written while no daemon
 # followed (a bulk load, a restore) can take minutes to read, which the CLI would not wait for.
 START_CATCH_UP_SECS = 5.0
-
-DRAWER_FIELDS = "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to"
 
 
 class IndexesBuilding(MemCastleError):
@@ -108,8 +107,10 @@ class SearchIndexes:
     `profiles` maps each configured profile's name to its dimensions: vectors of other
     profiles, or of another length, are not indexed."""
 
-    def __init__(self, store: Store, directory: Path, profiles: Mapping[str, int]) -> None:
-        self.store = store
+    def __init__(
+        self, repository: SearchRepository, directory: Path, profiles: Mapping[str, int]
+    ) -> None:
+        self._repository = repository
         self.directory = directory
         self.profiles = dict(profiles)
         self.lock = threading.RLock()
@@ -144,7 +145,7 @@ class SearchIndexes:
         `START_CATCH_UP_SECS`; until it is done, `refresh` refuses."""
         with self.lock:
             loaded = self._load()
-            if self._drawer_total() < BACKGROUND_REBUILD_DRAWERS:
+            if self._repository.drawer_count() < BACKGROUND_REBUILD_DRAWERS:
                 self._finish_opening(*loaded)
                 self.start_following()
                 return
@@ -223,9 +224,9 @@ class SearchIndexes:
             self.vectors = {name: VectorIndex(size) for name, size in self.profiles.items()}
             self.snapshot_mark = mark
         drawers = self._rebuilt = 0
-        self._to_rebuild = self._drawer_total()
+        self._to_rebuild = self._repository.drawer_count()
         self._rebuilding = True
-        for page in self._scan(f"SELECT {DRAWER_FIELDS} FROM drawer", {}):
+        for page in self._scan(self._repository.drawers):
             for row in page:
                 fields = indexed(row)
                 if lexical:
@@ -239,10 +240,7 @@ class SearchIndexes:
             self._write_lexical_mark()
         if snapshot:
             for name in self.profiles:
-                query = (
-                    "SELECT drawer, profile, vectors, provenance FROM embedding WHERE profile = $p"
-                )
-                for page in self._scan(query, {"p": name}):
+                for page in self._scan(functools.partial(self._repository.vectors, name)):
                     for row in page:
                         self._put_vectors(row)
         self._rebuilding = False
@@ -254,25 +252,25 @@ class SearchIndexes:
             snapshot,
         )
 
-    def _scan(self, query: str, variables: dict[str, Any]) -> Any:
+    def _scan(
+        self, read: Callable[[int, int], list[dict[str, Any]]]
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The pages `read(offset, limit)` returns, until an empty one; stops with the
+        daemon."""
         offset = 0
         while True:
             if self._stop.is_set():
                 raise _Stopped
-            page = self.store.one(f"{query} START {offset} LIMIT {SCAN_PAGE}", {**variables})
+            page = read(offset, SCAN_PAGE)
             if not page:
                 return
             yield page
             offset += len(page)
 
-    def _drawer_total(self) -> int:
-        counted = self.store.one("SELECT count() AS n FROM drawer GROUP ALL")
-        return counted[0]["n"] if counted else 0
-
     def _consistent(self) -> bool:
         """Whether the indexes hold as many drawers as the store: a cheap check that a feed
         that no longer reaches back to a watermark did not leave a hole."""
-        stored = self._drawer_total()
+        stored = self._repository.drawer_count()
         assert self.lexical is not None
         return self.catalog.live == stored and self.lexical.size == stored
 
@@ -301,7 +299,7 @@ class SearchIndexes:
         while True:
             if self._stop.is_set():
                 raise _Stopped
-            changes = self.store.changes(since, FEED_PAGE)
+            changes = self._repository.changes(since, FEED_PAGE)
             if not changes:
                 break
             for versionstamp, table, action, record in changes:

@@ -15,11 +15,12 @@ import numpy as np
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
+from palace.drawers import drawer_view
+from palace.hierarchy import HierarchyService
 from palace.search import expansion, lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
-from palace.services import PalaceService, drawer_view
 
 if TYPE_CHECKING:
     from graph.reads import GraphReads
@@ -43,13 +44,13 @@ class SemanticUnavailable(MemCastleError):
 class SearchService:
     def __init__(
         self,
-        palace: PalaceService,
+        hierarchy: HierarchyService,
         indexes: SearchIndexes,
         embeddings: EmbeddingService,
         graph: GraphReads,
         clock: Callable[[], Any] = utc_now,
     ) -> None:
-        self.palace = palace
+        self.hierarchy = hierarchy
         self.indexes = indexes
         self.embeddings = embeddings
         self.graph = graph
@@ -57,7 +58,7 @@ class SearchService:
 
     def search(self, ctx: RequestContext, query: SearchQuery, *, recall: bool = False) -> dict:
         ctx.require_read("recall" if recall else "search")
-        wing, rooms = self.palace.resolve_place(query.wing, query.room)
+        wing, rooms = self.hierarchy.resolve_place(query.wing, query.room)
         scope = Scope(
             wing=wing,
             rooms=rooms,
@@ -201,7 +202,7 @@ class SearchService:
         return [{**hit, "via": via[hit["id"]]} for hit in hits]
 
     def _hits(self, ranked: list[tuple[str, float, dict[str, float]]]) -> list[dict[str, Any]]:
-        drawers = self.palace.repository.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)
+        drawers = self.hierarchy.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)
         hits = []
         for drawer_id, score, signals in ranked:
             drawer = drawers.get(drawer_id)

@@ -1,0 +1,39 @@
+"""SurrealQL for the search indexes: what a rebuild scans and what following the store reads.
+The only module of `palace.search` that talks to the store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel.store import Store
+
+# A drawer as the indexes hold it (`palace.search.indexes.indexed`).
+DRAWER_FIELDS = "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to"
+
+
+class SearchRepository:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def drawer_count(self) -> int:
+        """Every drawer, counted by a scan (a rebuild's progress, and the check that the
+        indexes hold as many as the store)."""
+        counted = self.store.one("SELECT count() AS n FROM drawer GROUP ALL")
+        return counted[0]["n"] if counted else 0
+
+    def drawers(self, offset: int, limit: int) -> list[dict[str, Any]]:
+        """A page of every drawer, in the store's order."""
+        return self.store.one(f"SELECT {DRAWER_FIELDS} FROM drawer START {offset} LIMIT {limit}")
+
+    def vectors(self, profile: str, offset: int, limit: int) -> list[dict[str, Any]]:
+        """A page of the stored vectors of `profile`."""
+        return self.store.one(
+            "SELECT drawer, profile, vectors, provenance FROM embedding WHERE profile = $p "
+            f"START {offset} LIMIT {limit}",
+            {"p": profile},
+        )
+
+    def changes(self, since: int, limit: int) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """The change feed from versionstamp `since` on: `(versionstamp, table, action,
+        record)`, at most `limit` of them."""
+        return self.store.changes(since, limit)

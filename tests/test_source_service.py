@@ -1,0 +1,80 @@
+"""What a mine job keeps of a place through `SourceService`, against the real engine (`mem://`):
+the place's record, its cursor and its documents (sources.md 2)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from kernel.config import MiningConfig
+from kernel.context import RequestContext
+from kernel.store import Store
+from sources.repository import SourceRepository
+from sources.services import SourceService
+
+PLACE = "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"
+AT = dt.datetime(2025, 3, 1, 9, 0, 0, 250, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def sources(store: Store) -> SourceService:
+    return SourceService(SourceRepository(store), MiningConfig())
+
+
+def place(cursor: Any = None) -> dict[str, Any]:
+    return {
+        "id": PLACE,
+        "source": "directory",
+        "account": None,
+        "locator": "/notes",
+        "credential": {},
+        "cursor": cursor,
+        "created_at": AT,
+        "updated_at": AT,
+    }
+
+
+def document(external_id: str, revision: str) -> dict[str, Any]:
+    return {
+        "external_id": external_id,
+        "revision": revision,
+        "raw_hash": f"hash of {revision}",
+        "title": external_id,
+        "metadata": {},
+        "occurred_at": AT,
+        "chunks": [{"index": 0, "hash": f"chunk of {revision}", "drawer": "d-1"}],
+        "acquired_at": AT,
+        "job": "job-1",
+    }
+
+
+def test_a_place_is_recorded_once(sources: SourceService) -> None:
+    first = sources.ensure(place())
+    again = sources.ensure(place(cursor="ignored: the place exists"))
+    assert first["id"] == again["id"] == PLACE
+    assert again["cursor"] is None
+    assert again["locator"] == "/notes"
+
+
+def test_the_cursor_moves_with_the_job(sources: SourceService) -> None:
+    sources.ensure(place())
+    later = AT + dt.timedelta(minutes=1)
+    sources.advance(PLACE, "notes/b.md", "job-1", later)
+    row = sources.ensure(place())
+    assert (row["cursor"], row["last_job"], row["last_run_at"]) == ("notes/b.md", "job-1", later)
+
+
+def test_documents_are_recorded_and_replaced(sources: SourceService) -> None:
+    sources.ensure(place())
+    assert sources.documents(PLACE, ["a.md"]) == {}
+    sources.record_documents(PLACE, [document("a.md", "r1"), document("b.md", "r1")])
+    sources.record_documents(PLACE, [document("a.md", "r2")])
+    found = sources.documents(PLACE, ["a.md", "b.md", "c.md"])
+    assert set(found) == {"a.md", "b.md"}
+    assert found["a.md"]["revision"] == "r2"
+    assert found["a.md"]["chunks"] == [{"index": 0, "hash": "chunk of r2", "drawer": "d-1"}]
+    assert found["b.md"]["revision"] == "r1"
+    listed = sources.list_sources(RequestContext.build())["sources"]
+    assert [(row["id"], row["documents"]) for row in listed] == [(PLACE, 2)]
