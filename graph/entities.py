@@ -373,8 +373,8 @@ class EntityService:
         entity_id = resolved.entity["id"]
         existing = self._repository.mention_between(drawer_key, entity_id)
         created = existing is None
-        if created:
-            row = {
+        if existing is None:
+            row: dict[str, Any] = {
                 "id": derived_id("mentions", drawer_key, entity_id),
                 "in": drawer_key,
                 "out": entity_id,

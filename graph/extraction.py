@@ -267,10 +267,11 @@ class Extraction:
             return {}
         found: dict[str, Any] = {}
         for row in self.records.documents(wanted):
-            key = tuple(row["id"]) if isinstance(row["id"], list) else None
-            if key is None or row.get("occurred_at") is None:
+            if not isinstance(row["id"], list) or row.get("occurred_at") is None:
                 continue
-            for drawer in wanted.get(key, []):  # type: ignore[arg-type]
+            # A document's key is the pair it was asked for by.
+            source_id, document = row["id"]
+            for drawer in wanted.get((source_id, document), []):
                 if _origin(drawer).get("revision") == row.get("revision"):
                     found[drawer["id"]] = row["occurred_at"]
         return found

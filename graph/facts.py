@@ -216,7 +216,7 @@ class FactService:
             self._entity_of(fact["to"], "fact.to") if fact.get("to") is not None else target["out"]
         )
         now = self.clock()
-        replacement = {
+        replacement: dict[str, Any] = {
             "id": derived_id("superseding", drawer_id),
             "in": subject,
             "out": obj,

@@ -189,10 +189,10 @@ def extract(text: str) -> dict[str, list[dict[str, Any]]]:
     found: list[tuple[_Mention, str, _Mention]] = []
     for sentence in sentences:
         for left, right in zip(sentence.mentions, sentence.mentions[1:], strict=False):
-            predicate = _relation(sentence.text[left.end : right.start])
-            if predicate is None:
+            relation = _relation(sentence.text[left.end : right.start])
+            if relation is None:
                 continue
-            name, reverse = predicate
+            name, reverse = relation
             subject, object_ = (right, left) if reverse else (left, right)
             if subject.name.casefold() == object_.name.casefold():
                 continue
@@ -241,7 +241,7 @@ def _without_fences(text: str) -> str:
 def _sentences(text: str) -> list[str]:
     """Sentences: split after `.`, `!`, `?` and at blank lines; a heading, list item, quote or
     table row is a sentence of its own."""
-    lines = []
+    lines: list[str] = []
     for line in text.split("\n"):
         if _BLOCK_LINE.match(line):
             lines.extend(("", line, ""))

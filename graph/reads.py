@@ -114,8 +114,8 @@ class GraphReads:
 
     @staticmethod
     def _with_lifecycle(
-        rows: list[Mapping[str, Any]],
-        links: list[Mapping[str, Any]],
+        rows: Sequence[Mapping[str, Any]],
+        links: Sequence[Mapping[str, Any]],
         assertions: Mapping[str, Mapping[str, Any]],
         at: dt.datetime,
     ) -> list[dict[str, Any]]:

@@ -31,10 +31,8 @@ class DemoFailed(MemCastleError):
     help = "this failure was asked for with fail_at_step; retry the job to pass it"
 
 
-def _bounded(body: Mapping[str, Any], field: str, default: int | None, low: int, high: int):
+def _bounded(body: Mapping[str, Any], field: str, default: int, low: int, high: int) -> int:
     value = body.get(field, default)
-    if value is None:
-        return None
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InputInvalid(field, f"must be a whole number from {low} to {high}")
     return value
@@ -49,13 +47,10 @@ def parse(body: Mapping[str, Any], services: object) -> dict[str, Any]:
     for field in body:
         if field not in FIELDS:
             raise InputInvalid(field, f"is not a demo job parameter (known: {', '.join(FIELDS)})")
-    params = {
-        "steps": _bounded(body, "steps", 5, 1, MAX_STEPS),
-        "step_ms": _bounded(body, "step_ms", 500, 0, MAX_STEP_MS),
-    }
-    fail_at = _bounded(body, "fail_at_step", None, 1, params["steps"])
-    if fail_at is not None:
-        params["fail_at_step"] = fail_at
+    steps = _bounded(body, "steps", 5, 1, MAX_STEPS)
+    params = {"steps": steps, "step_ms": _bounded(body, "step_ms", 500, 0, MAX_STEP_MS)}
+    if body.get("fail_at_step") is not None:
+        params["fail_at_step"] = _bounded(body, "fail_at_step", steps, 1, steps)
     return params
 
 

@@ -259,8 +259,10 @@ class Executor:
             except MemCastleError:
                 self._unrecorded(run, "stop")
                 return
-            ours = row is not None and row.get("lease_owner") == self.worker_id
-            if not ours or row["status"] != Status.RUNNING:
+            if row is None or row.get("lease_owner") != self.worker_id:
+                self._abandon(run)
+                return
+            if row["status"] != Status.RUNNING:
                 self._abandon(run)
                 return
             if row.get("cancel_requested"):

@@ -73,7 +73,7 @@ class JobRepository:
     def get(self, job_id: str) -> dict[str, Any] | None:
         return self.store.one("SELECT * FROM ONLY type::record('job', $id)", {"id": job_id})
 
-    def list(
+    def page(
         self, *, status: str | None, kind: str | None, limit: int, offset: int
     ) -> tuple[list[dict[str, Any]], int]:
         """A page of jobs, newest first, and how many match in all."""

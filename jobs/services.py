@@ -101,7 +101,8 @@ class JobService:
     def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         """Queue a job of the kind named by `type`; it is returned at once, still queued."""
         body = body_object(data)
-        kind = kinds.get(body.get("type")) if isinstance(body.get("type"), str) else None
+        name = body.get("type")
+        kind = kinds.get(name) if isinstance(name, str) else None
         if kind is None:
             raise InputInvalid("type", f"must name a job kind (known: {', '.join(kinds.names())})")
         submitted = {k: v for k, v in body.items() if k not in ("type", "requested_by")}
@@ -158,7 +159,7 @@ class JobService:
         wanted_kind = _choice(kind, "kind", kinds.names())
         page_size = parse_limit(limit, default=JOB_LIST_LIMIT)
         start = parse_offset(offset)
-        rows, total = self._repository.list(
+        rows, total = self._repository.page(
             status=wanted_status, kind=wanted_kind, limit=page_size, offset=start
         )
         return {

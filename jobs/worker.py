@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from typing import Any
 
 from celery import Celery
 
@@ -60,7 +61,7 @@ class JobWorker:
         self.executor = executor
         self.app = make_app(broker_url, executor)
         self.concurrency = concurrency
-        self._controller = None
+        self._controller: Any = None
         self._thread: threading.Thread | None = None
         self._stopper: threading.Thread | None = None
         executor.dispatch = self.dispatch

@@ -447,7 +447,8 @@ def load_config(
     path = Path(explicit).expanduser() if explicit else default_config_file(env)
     file_values = _read_file(path, explicit=bool(explicit))
 
-    values: dict[str, object] = {}
+    # Each value is what its setting's parser returned, of the type its field below declares.
+    values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for setting in SETTINGS:
         raw, origin = setting.default, "the default"
@@ -465,40 +466,40 @@ def load_config(
         values["palace.path"] = default_palace_path(env)
     _check_store(values)
     return Config(
-        palace_path=values["palace.path"],  # type: ignore[arg-type]
-        bind=values["server.bind"],  # type: ignore[arg-type]
-        port=values["server.port"],  # type: ignore[arg-type]
-        log_level=values["logging.level"],  # type: ignore[arg-type]
-        log_format=values["logging.format"],  # type: ignore[arg-type]
-        auth_enabled=values["auth.enabled"],  # type: ignore[arg-type]
-        auth_token=values["auth.token"],  # type: ignore[arg-type]
-        web_enable=values["web.enable"],  # type: ignore[arg-type]
+        palace_path=values["palace.path"],
+        bind=values["server.bind"],
+        port=values["server.port"],
+        log_level=values["logging.level"],
+        log_format=values["logging.format"],
+        auth_enabled=values["auth.enabled"],
+        auth_token=values["auth.token"],
+        web_enable=values["web.enable"],
         store=StoreConfig(
-            mode=values["store.mode"],  # type: ignore[arg-type]
-            sync=values["store.sync"],  # type: ignore[arg-type]
-            url=values["store.url"],  # type: ignore[arg-type]
-            namespace=values["store.namespace"],  # type: ignore[arg-type]
-            database=values["store.database"],  # type: ignore[arg-type]
-            username=values["store.username"],  # type: ignore[arg-type]
-            password=values["store.password"],  # type: ignore[arg-type]
+            mode=values["store.mode"],
+            sync=values["store.sync"],
+            url=values["store.url"],
+            namespace=values["store.namespace"],
+            database=values["store.database"],
+            username=values["store.username"],
+            password=values["store.password"],
         ),
         config_file=path if path.exists() else None,
         jobs=JobsConfig(
-            max_concurrency=values["jobs.max_concurrency"],  # type: ignore[arg-type]
-            drain_timeout_secs=values["jobs.drain_timeout_secs"],  # type: ignore[arg-type]
-            lease_ttl_secs=values["jobs.lease_ttl_secs"],  # type: ignore[arg-type]
-            broker_url=values["jobs.broker_url"],  # type: ignore[arg-type]
+            max_concurrency=values["jobs.max_concurrency"],
+            drain_timeout_secs=values["jobs.drain_timeout_secs"],
+            lease_ttl_secs=values["jobs.lease_ttl_secs"],
+            broker_url=values["jobs.broker_url"],
         ),
-        events_keepalive_secs=values["events.keepalive_secs"],  # type: ignore[arg-type]
+        events_keepalive_secs=values["events.keepalive_secs"],
         dedup=DedupConfig(
-            enabled=values["dedup.enabled"],  # type: ignore[arg-type]
-            near_threshold=values["dedup.near_threshold"],  # type: ignore[arg-type]
-            entity_fuzzy=values["dedup.entity_fuzzy"],  # type: ignore[arg-type]
+            enabled=values["dedup.enabled"],
+            near_threshold=values["dedup.near_threshold"],
+            entity_fuzzy=values["dedup.entity_fuzzy"],
         ),
         mining=MiningConfig(
-            chunk_chars=values["mining.chunk_chars"],  # type: ignore[arg-type]
-            max_file_bytes=values["mining.max_file_bytes"],  # type: ignore[arg-type]
-            max_documents=values["mining.max_documents"],  # type: ignore[arg-type]
+            chunk_chars=values["mining.chunk_chars"],
+            max_file_bytes=values["mining.max_file_bytes"],
+            max_documents=values["mining.max_documents"],
         ),
         embeddings=_embeddings(values, file_values, origins, path),
         extraction=_extraction(values, origins),
@@ -517,7 +518,7 @@ def _validate(setting: Setting, raw: object, origin: str) -> object:
         ) from None
 
 
-def _check_store(values: dict[str, object]) -> None:
+def _check_store(values: dict[str, Any]) -> None:
     if values["store.mode"] == "remote" and not values["store.url"]:
         raise ConfigInvalid(
             "invalid value for `store.url`: a remote store needs a ws:// or wss:// URL"
@@ -533,7 +534,7 @@ def _check_store(values: dict[str, object]) -> None:
         )
 
 
-def _extraction(values: dict[str, object], origins: dict[str, str]) -> ExtractionConfig:
+def _extraction(values: dict[str, Any], origins: dict[str, str]) -> ExtractionConfig:
     """`[extraction]`; the command provider needs its argv, the http provider its URL."""
     provider = str(values["extraction.provider"])
     needs = {"command": "extraction.command", "http": "extraction.url"}.get(provider)
@@ -549,20 +550,20 @@ def _extraction(values: dict[str, object], origins: dict[str, str]) -> Extractio
         )
     return ExtractionConfig(
         provider=provider,
-        command=values["extraction.command"] or (),  # type: ignore[arg-type]
-        url=values["extraction.url"],  # type: ignore[arg-type]
-        model=values["extraction.model"],  # type: ignore[arg-type]
-        api_key=values["extraction.api_key"],  # type: ignore[arg-type]
-        timeout_secs=float(values["extraction.timeout_secs"]),  # type: ignore[arg-type]
-        batch_size=int(values["extraction.batch_size"]),  # type: ignore[arg-type]
-        min_confidence=float(values["extraction.min_confidence"]),  # type: ignore[arg-type]
-        max_entities=int(values["extraction.max_entities"]),  # type: ignore[arg-type]
-        max_relations=int(values["extraction.max_relations"]),  # type: ignore[arg-type]
+        command=values["extraction.command"] or (),
+        url=values["extraction.url"],
+        model=values["extraction.model"],
+        api_key=values["extraction.api_key"],
+        timeout_secs=float(values["extraction.timeout_secs"]),
+        batch_size=int(values["extraction.batch_size"]),
+        min_confidence=float(values["extraction.min_confidence"]),
+        max_entities=int(values["extraction.max_entities"]),
+        max_relations=int(values["extraction.max_relations"]),
     )
 
 
 def _embeddings(
-    values: dict[str, object], file_values: dict[str, object], origins: dict[str, str], path: Path
+    values: dict[str, Any], file_values: dict[str, object], origins: dict[str, str], path: Path
 ) -> EmbeddingsConfig:
     """The profiles of `[embeddings.profiles.<name>]`; the default must name one of them."""
     try:

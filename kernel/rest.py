@@ -7,6 +7,7 @@ failure, including DRF's own and unexpected exceptions, into `{error, code, help
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
@@ -14,8 +15,8 @@ from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
-from rest_framework.parsers import JSONParser
-from rest_framework.renderers import JSONRenderer
+from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -89,13 +90,14 @@ class JSONOnly(BaseContentNegotiation):
     """The API answers JSON whatever the Accept header says, so an error never turns into a
     406 that hides it."""
 
-    def select_parser(self, request: Request, parsers: list) -> Any:
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
         return DefaultContentNegotiation().select_parser(request, parsers)
 
     def select_renderer(
-        self, request: Request, renderers: list, format_suffix: str | None = None
-    ) -> tuple[Any, str]:
-        return renderers[0], renderers[0].media_type
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class _NotHandedOver:
@@ -202,8 +204,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error = route_not_found() if isinstance(exc, Http404) else _translate(exc)
     response = Response(error.body(), status=error.status)
     if error.expected:
-        # Django's `log_response` skips a response marked as logged already.
-        response._has_been_logged = True
+        # Django's `log_response` skips a response marked as logged already (a private flag the
+        # stubs do not declare).
+        response._has_been_logged = True  # type: ignore[attr-defined]
     if isinstance(exc, exceptions.MethodNotAllowed):
         view = context.get("view")
         if view is not None:

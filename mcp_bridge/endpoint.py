@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -80,7 +82,7 @@ def headers_at_once(send: Send) -> Send:
     first body bytes, and an idle session's standing GET stream has none until the SDK's
     keep-alive 15 s later: a client saw no answer to its GET for that long."""
 
-    async def sending(message: dict) -> None:
+    async def sending(message: Mapping[str, Any]) -> None:
         await send(message)
         if message["type"] == "http.response.start":
             await send({"type": "http.response.body", "body": b"", "more_body": True})

@@ -4,8 +4,9 @@ everything else to Django, each bound to the daemon's services."""
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import closing
-from typing import Any
+from typing import IO, Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 
@@ -14,10 +15,10 @@ from asgiref.sync import sync_to_async
 from channels.routing import ProtocolTypeRouter
 from django.core import signals
 from django.core.exceptions import RequestAborted
-from django.core.handlers.asgi import ASGIHandler, get_script_prefix
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.db import close_old_connections, reset_queries
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpResponse, HttpResponseBase
 from django.urls import set_script_prefix
 
 from kernel.asgi import Receive, Scope, Send
@@ -54,11 +55,18 @@ class DjangoApp(ASGIHandler):
         self._sync_handler = BaseHandler()
         self._sync_handler.load_middleware(is_async=False)
 
-    async def __call__(self, scope, receive, send):  # type: ignore[override]
+    async def __call__(
+        self,
+        scope: Scope,
+        # Django's handler reads whatever mapping it receives.
+        receive: Callable[[], Awaitable[Mapping[str, Any]]],
+        send: Send,
+    ) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}")
         if scope["path"] == EVENT_STREAM_PATH:
-            return await self.handle(scope, receive, send)
+            await self.handle(scope, receive, send)
+            return
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
@@ -71,23 +79,25 @@ class DjangoApp(ASGIHandler):
             await sync_to_async(response.close, thread_sensitive=True)()
 
     def create_request(
-        self, scope: Scope, body_file: Any
-    ) -> tuple[HttpRequest | None, HttpResponseBase | None]:
+        self, scope: Mapping[str, Any], body_file: IO[bytes]
+    ) -> tuple[ASGIRequest, None] | tuple[None, HttpResponseBase]:
         """The request, routed by this daemon's URL configuration, whose views are bound to its
         services (Django reads `request.urlconf` before `ROOT_URLCONF`)."""
-        request, error = super().create_request(scope, body_file)
-        if request is not None:
-            request.urlconf = self.urlconf
-        return request, error
+        created = super().create_request(scope, body_file)
+        if created[0] is not None:
+            # The stubs say a module path; Django takes any object with `urlpatterns` and the
+            # error handlers (`URLResolver.urlconf_module`), which is what `URLConf` is.
+            created[0].urlconf = self.urlconf  # type: ignore[assignment]
+        return created
 
     def _respond(self, scope: dict[str, Any], body_file: Any) -> HttpResponseBase:
         """The response, rendered and, unless it streams, closed (Django's `request_finished`
         fires here, before the bytes are sent: nothing in MemCastle listens for it)."""
         signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
-            response = self._sync_handler.get_response(request)
-        if not response.streaming:
+        created = self.create_request(scope, body_file)
+        response = created[1] if created[0] is None else self._sync_handler.get_response(created[0])
+        if isinstance(response, HttpResponse):
+            # Not streamed: sent whole, with its length.
             response["Content-Length"] = str(len(response.content))
             response.close()
         return response

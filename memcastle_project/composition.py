@@ -9,6 +9,7 @@ needs from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graph.entities import EntityService
 from graph.extraction_records import ExtractionRecords
@@ -45,6 +46,14 @@ from palace.search.service import SearchService
 from sources.configured import ConfiguredSection
 from sources.repository import SourceRepository
 from sources.services import SourceService
+
+if TYPE_CHECKING:
+    from graph.extraction import ExtractServices
+    from jobs.demo import DemoServices
+    from palace.checkpoint import CheckpointServices
+    from palace.embeddings.job import EmbedServices
+    from palace.maintenance import MaintenanceServices
+    from sources.mining import MineServices
 
 
 @dataclass
@@ -126,3 +135,21 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     )
     executor.services = services
     return services
+
+
+if TYPE_CHECKING:
+
+    def _what_job_kinds_call(
+        services: Services,
+    ) -> tuple[
+        DemoServices,
+        CheckpointServices,
+        MaintenanceServices,
+        EmbedServices,
+        ExtractServices,
+        MineServices,
+    ]:
+        """For mypy only: the executor hands `Services` to every job kind and sweeper as an
+        untyped object (the job engine knows no app), so each app's protocol of what its kinds
+        call is checked against it here."""
+        return services, services, services, services, services, services

@@ -9,7 +9,7 @@ daemon shuts down.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
@@ -45,15 +45,15 @@ def _refusal(error: MemCastleError) -> JsonResponse:
 
 def event_stream(
     events: EventBus, keepalive_secs: float
-) -> Callable[[HttpRequest], Awaitable[HttpResponseBase]]:
+) -> Callable[[HttpRequest], Coroutine[Any, Any, HttpResponseBase]]:
     """The view of `GET /api/events` on this daemon's event bus."""
 
     async def view(request: HttpRequest) -> HttpResponseBase:
         """A read under the memory mode: disabled is refused, read_only gets the same stream."""
         if request.method != "GET":
-            response = _refusal(method_not_allowed(f'Method "{request.method}" not allowed.'))
-            response["Allow"] = "GET"
-            return response
+            refusal = _refusal(method_not_allowed(f'Method "{request.method}" not allowed.'))
+            refusal["Allow"] = "GET"
+            return refusal
         try:
             RequestContext.build(mode=request.headers.get(MODE_HEADER)).require_read("events")
         except MemCastleError as error:

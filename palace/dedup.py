@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -117,7 +118,7 @@ def could_reach(a: str, b: str, threshold: float) -> bool:
 
 
 def judge(
-    new: dict[str, Any], old: dict[str, Any], threshold: float, new_normalized: str
+    new: Mapping[str, Any], old: Mapping[str, Any], threshold: float, new_normalized: str
 ) -> Verdict | None:
     """The verdict on `new` against an existing drawer `old`, or None when they are distinct."""
     same_hash = new["content_hash"] == old["content_hash"]

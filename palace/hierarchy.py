@@ -285,7 +285,8 @@ class HierarchyService:
     def _refuse_while_writing(self, what: str) -> None:
         """A coarse check, not atomic: a job that writes drawers may be about to write here."""
         for kind in self._repository.pending_job_kinds():
-            registered = kinds.get(kind.get("type"))
+            name = kind.get("type")
+            registered = kinds.get(name) if isinstance(name, str) else None
             if registered and registered.writes_palace and registered.writes_palace(kind):
                 raise PalaceBusy(
                     f"cannot delete {what} while a {kind['type']} job that writes to the "

@@ -63,7 +63,7 @@ class DirectoryAdapter:
     description = "text files under a directory, one document per file (room `files`)"
     origin = "builtin"
     capabilities = Capabilities(incremental=True)
-    options = (
+    options: tuple[OptionSpec, ...] = (
         OptionSpec(
             name="since",
             description="only files modified at or after this date (YYYY-MM, YYYY-MM-DD or "

@@ -138,7 +138,9 @@ def rank_related(
     shared, hopped = reach(seeds, seed_entities, relationships, window)
     # The drawers mentioning any of them, with what connects each.
     found: dict[str, tuple[list[float], int, set[str]]] = {}
-    reached = [(entity, SHARED_WEIGHT, rank, ()) for entity, rank in shared.items()]
+    reached: list[tuple[str, float, int, Iterable[str]]] = [
+        (entity, SHARED_WEIGHT, rank, ()) for entity, rank in shared.items()
+    ]
     reached += [(entity, weight, rank, ends) for entity, (weight, rank, ends) in hopped.items()]
     for entity, weight, rank, ends in sorted(reached, key=lambda item: item[0]):
         for drawer_id in mentioned_by.get(entity, ()):

@@ -215,9 +215,10 @@ class SearchIndexes:
     def _rebuild(self, *, lexical: bool, snapshot: bool) -> None:
         started = time.monotonic()
         mark = max(0, (time.time_ns() // 1_000_000 - REBUILD_MARGIN_MS) << 16)
+        fresh = None
         if lexical:
             assert self.lexical is not None
-            self.lexical = LexicalIndex.fresh(self.lexical.path)
+            fresh = self.lexical = LexicalIndex.fresh(self.lexical.path)
             self.lexical_mark = mark
         if snapshot:
             self.catalog = Catalog()
@@ -229,14 +230,14 @@ class SearchIndexes:
         for page in self._scan(self._repository.drawers):
             for row in page:
                 fields = indexed(row)
-                if lexical:
-                    self.lexical.put(fields)
+                if fresh is not None:
+                    fresh.put(fields)
                 if snapshot:
                     self.catalog.put(fields)
             drawers += len(page)
             self._rebuilt = drawers
-        if lexical:
-            self.lexical.commit()
+        if fresh is not None:
+            fresh.commit()
             self._write_lexical_mark()
         if snapshot:
             for name in self.profiles:
@@ -349,7 +350,8 @@ class SearchIndexes:
             vectors.remove(row)
 
     def _put_vectors(self, record: Mapping[str, Any]) -> None:
-        index = self.vectors.get(record.get("profile"))
+        profile = record.get("profile")
+        index = self.vectors.get(profile) if isinstance(profile, str) else None
         vectors = record.get("vectors") or []
         if index is None or not vectors or any(len(v) != index.dimensions for v in vectors):
             return

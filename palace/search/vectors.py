@@ -59,12 +59,12 @@ class VectorIndex:
         self.remove(drawer_row)
         block = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dimensions)
         norms = np.linalg.norm(block, axis=1, keepdims=True)
-        block = block / np.where(norms == 0, 1, norms)
-        while self.count + len(block) > len(self.matrix):
+        unit = block / np.where(norms == 0, 1, norms)
+        while self.count + len(unit) > len(self.matrix):
             self._grow()
-        start, end = self.count, self.count + len(block)
-        self.matrix[start:end] = block
-        self.codes[start:end], self.scale[start:end], self.error[start:end] = _quantize(block)
+        start, end = self.count, self.count + len(unit)
+        self.matrix[start:end] = unit
+        self.codes[start:end], self.scale[start:end], self.error[start:end] = _quantize(unit)
         self.drawer[start:end] = drawer_row
         self.alive[start:end] = True
         self.count = end
