@@ -6,8 +6,9 @@ Run from the repository root: `.venv/bin/python bench/graph.py`; `--quick` gives
 (1,000 entities, 5,000 relationships, 1,000 drawers, fewer requests). It measures and reports;
 it is not a test, so it exits 0 whatever the figures are.
 
-1. **Palace, through HTTP.** A daemon (`manage.py serve` in a subprocess, `tests.daemon.Daemon`,
-   default settings: no embedding provider, no extraction provider) on a new palace files
+1. **Palace, through HTTP.** A daemon (`manage.py serve` in a subprocess,
+   `tests.support.daemon.Daemon`, default settings: no embedding provider, no extraction provider)
+   on a new palace files
    `--drawers` drawers (10,000) of 20 to 40 invented words in 10 wings, through checkpoint jobs
    of 1,000 items; each drawer is linked to `--mentions` entities (3) with
    `POST /api/drawers/{id}/mentions {name, kind}` on several clients, the first mention of a name
@@ -71,7 +72,7 @@ from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from graph import providers  # noqa: E402
 from graph.repositories.records import derived_id  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.

@@ -6,10 +6,10 @@ Run from the repository root: `.venv/bin/python bench/search.py`; `--quick` give
 whatever the figures are.
 
 1. **Palace, through HTTP.** For each `--sizes` (10,000 and 100,000), a daemon (`manage.py serve`
-   in a subprocess, `tests.daemon.Daemon`, default settings) is started on a new palace with an
-   `external` embedding profile `bench` of 384 dimensions and no default profile (so no embed
-   job runs), and files the corpus of `bench/search_corpus.py`: developer memories of 30 to 200
-   words in 20 wings of 5 rooms. `entries` and `diary` drawers go through checkpoint jobs of
+   in a subprocess, `tests.support.daemon.Daemon`, default settings) is started on a new palace
+   with an `external` embedding profile `bench` of 384 dimensions and no default profile (so no
+   embed job runs), and files the corpus of `bench/search_corpus.py`: developer memories of 30 to
+   200 words in 20 wings of 5 rooms. `entries` and `diary` drawers go through checkpoint jobs of
    1,000 items (`POST /api/jobs`, one job at a time, each waited for); the other rooms'
    drawers through `POST /api/wings/{w}/rooms/{r}/drawers`, by several clients at once. Every
    drawer gets its vector (`PUT /api/drawers/{id}/embedding`, a seeded random projection of its
@@ -93,7 +93,7 @@ from bench.search_corpus import (  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from kernel.store import bundled_migrations  # noqa: E402
-from tests.daemon import Daemon, wait_for  # noqa: E402
+from tests.support.daemon import Daemon, wait_for  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.

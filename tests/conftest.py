@@ -15,8 +15,8 @@ django.setup()
 
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.palace_services import Palace, build  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.palace_services import Palace, build  # noqa: E402
 
 
 @pytest.fixture

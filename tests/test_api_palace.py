@@ -7,7 +7,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 ERROR_KEYS = {"error", "code", "help"}
 

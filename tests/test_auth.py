@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from memcastle_project.auth import digest
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 SECRET = "s3cret-0123456789-abcdefghijklmn"
 TOKEN_FORMAT = re.compile(r"^mc_[0-9a-f]{64}$")

@@ -23,7 +23,7 @@ import pytest
 
 from jobs.replay import unit_id
 from kernel.store import Store
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"

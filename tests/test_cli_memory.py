@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
 
 

@@ -31,7 +31,7 @@ from memcastle_project.cli import (
     print_diagnostic,
     table,
 )
-from tests.daemon import REPO, Daemon
+from tests.support.daemon import REPO, Daemon
 
 MEMCASTLE = Path(sys.executable).parent / "memcastle"
 TIMEOUT = 90.0

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon, wait_for
 from tests.support.openapi import openapi_document
 from tests.test_embeddings import stub_argv, stub_calls
 

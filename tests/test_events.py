@@ -24,7 +24,7 @@ import pytest
 
 from kernel.events import RESYNC, Event, EventBus
 from memcastle_project.serving import SHUTDOWN_GRACE_SECS
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 WAIT = 15.0
 SECRET = "s3cret-0123456789-abcdefghijklmn"

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from jobs.replay import unit_id
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 from tests.test_events import EventStream, Frame, expect_open
 
 ERROR_KEYS = {"error", "code", "help"}

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 Json = dict[str, Any]
 TERMINAL = ("completed", "failed", "cancelled")

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 from tests.test_events import EventStream, Frame, expect_open
 
 WAIT = 60.0

@@ -26,7 +26,7 @@ from kernel.events import EventBus
 from kernel.store import Store
 from palace.filing import Filing
 from palace.hierarchy import DrawerNotFound
-from tests.palace_services import Palace, build
+from tests.support.palace_services import Palace, build
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.daemon import Daemon
-from tests.mcp_client import call, connect, failure, finished, wait_for_job
+from tests.support.daemon import Daemon
+from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 from tests.test_auth import AUTH_ENV, SECRET, assert_unauthorized
 
 pytestmark = pytest.mark.anyio

@@ -32,7 +32,7 @@ import pytest
 from jobs.replay import unit_id
 from sources.chunking import chunk
 from sources.mining import BATCH
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"

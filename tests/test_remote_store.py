@@ -1,9 +1,9 @@
 """The remote store: `store.mode = "remote"` against a SurrealDB server over `ws://`.
 
-No server binary is available, so `tests.remote_surreal` serves one: the SDK's embedded engine
-behind a loopback WebSocket listener, speaking the SurrealDB RPC protocol as a server does. The
-store and the daemons reach it through the SDK's real `ws://` client, the path production takes
-to a SurrealDB server or cluster.
+No server binary is available, so `tests.support.remote_surreal` serves one: the SDK's embedded
+engine behind a loopback WebSocket listener, speaking the SurrealDB RPC protocol as a server does.
+The store and the daemons reach it through the SDK's real `ws://` client, the path production
+takes to a SurrealDB server or cluster.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from websockets.typing import Subprotocol
 from kernel.config import load_config
 from kernel.errors import StoreFailed
 from kernel.store import Store, bundled_migrations
-from tests.daemon import REPO, Daemon, wait_for
+from tests.support.daemon import REPO, Daemon, wait_for
 
 SERVER_START_TIMEOUT = 30.0
 SERVER_STOP_TIMEOUT = 15.0
@@ -44,7 +44,7 @@ ROOT_PASSWORD = "correct-horse-battery"
 
 @dataclass
 class RemoteSurreal:
-    """A `tests.remote_surreal` process: a SurrealDB RPC endpoint on a loopback port."""
+    """A `tests.support.remote_surreal` process: a SurrealDB RPC endpoint on a loopback port."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -101,12 +101,12 @@ def _read_port(process: subprocess.Popen[bytes], log_path: Path) -> int:
 
 @contextmanager
 def remote_surreal(root: Path, *args: str) -> Iterator[RemoteSurreal]:
-    """Run `python -m tests.remote_surreal --port 0 ARGS` for the duration of the block."""
+    """Run `python -m tests.support.remote_surreal --port 0 ARGS` for the duration of the block."""
     root.mkdir(parents=True, exist_ok=True)
     log_path = root / "remote_surreal.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.remote_surreal", "--port", "0", *args],
+            [sys.executable, "-m", "tests.support.remote_surreal", "--port", "0", *args],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=log,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 STANDIN = "standin"
 INVALID = "memcastle::input::invalid"

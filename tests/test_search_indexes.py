@@ -35,8 +35,8 @@ from palace.search.query import to_ns
 from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.service import SearchService
-from tests.daemon import Daemon, wait_for
-from tests.search_palace import (
+from tests.support.daemon import Daemon, wait_for
+from tests.support.search_palace import (
     CTX,
     STANDIN,
     Clock,

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 
 

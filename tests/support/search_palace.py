@@ -27,7 +27,7 @@ from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery, from_body, from_options
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from tests.palace_services import build
+from tests.support.palace_services import build
 
 STANDIN = "standin"
 DIMENSIONS = 8
