@@ -93,7 +93,8 @@ from bench.search_corpus import (  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from kernel.store import bundled_migrations  # noqa: E402
-from tests.support.daemon import Daemon, wait_for  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.waits import wait_for  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.

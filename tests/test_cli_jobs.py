@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from tests.support.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.waits import wait_for
 from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
 
 

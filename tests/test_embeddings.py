@@ -53,7 +53,7 @@ from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
 from palace.filing import Filing
 from palace.hierarchy import DrawerNotFound
-from tests.support.daemon import wait_for
+from tests.support.waits import wait_for
 
 # A command provider: deterministic vectors from each text's SHA-256. Its argv is
 # [python, this script, log file, mode, delay]; each call appends what it was asked to the log.

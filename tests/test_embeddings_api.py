@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
 from tests.support.openapi import openapi_document
+from tests.support.waits import wait_for
 from tests.test_embeddings import stub_argv, stub_calls
 
 INVALID = "memcastle::input::invalid"

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.waits import wait_for
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"

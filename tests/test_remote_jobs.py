@@ -16,8 +16,9 @@ import httpx
 import pytest
 import tomlkit
 
-from tests.support.daemon import REPO, Daemon, wait_for
+from tests.support.daemon import REPO, Daemon
 from tests.support.redis_server import redis_server
+from tests.support.waits import wait_for
 from tests.test_remote_store import remote_surreal
 
 LEASE_TTL_SECS = 3

@@ -32,7 +32,8 @@ from websockets.typing import Subprotocol
 from kernel.config import load_config
 from kernel.errors import StoreFailed
 from kernel.store import Store, bundled_migrations
-from tests.support.daemon import REPO, Daemon, wait_for
+from tests.support.daemon import REPO, Daemon
+from tests.support.waits import wait_for
 
 SERVER_START_TIMEOUT = 30.0
 SERVER_STOP_TIMEOUT = 15.0

@@ -35,7 +35,7 @@ from palace.search.query import to_ns
 from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.service import SearchService
-from tests.support.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
 from tests.support.search_palace import (
     CTX,
     STANDIN,
@@ -46,6 +46,7 @@ from tests.support.search_palace import (
     ranked,
     rfc3339,
 )
+from tests.support.waits import wait_for
 
 REBUILT = "search indexes rebuilt"
 DISAGREE = "disagree with the store"
