@@ -13,8 +13,10 @@ import pytest
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 django.setup()
 
+from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
+from memcastle_project.composition import Services, compose  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
 from tests.support.palace_services import Palace, build  # noqa: E402
 
@@ -34,6 +36,12 @@ def store() -> Iterator[Store]:
 def palace(store: Store) -> Palace:
     """The palace's hierarchy, filing and revisions services on the fresh palace."""
     return build(store)
+
+
+@pytest.fixture
+def services(store: Store) -> Services:
+    """The daemon's services composed in this process on the fresh palace, with the defaults."""
+    return compose(load_config(env={}), store)
 
 
 @pytest.fixture
