@@ -18,8 +18,8 @@ import tomlkit
 
 from tests.support.daemon import REPO, Daemon
 from tests.support.redis_server import redis_server
+from tests.support.surreal_server import remote_surreal
 from tests.support.waits import wait_for
-from tests.test_remote_store import remote_surreal
 
 LEASE_TTL_SECS = 3
 JOB_TIMEOUT = 60.0
