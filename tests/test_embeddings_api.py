@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.embed_stub import stub_argv, stub_calls
 from tests.support.openapi import openapi_document
 from tests.support.waits import wait_for
-from tests.test_embeddings import stub_argv, stub_calls
 
 INVALID = "memcastle::input::invalid"
 NOT_CONFIGURED = "memcastle::embed::not_configured"
