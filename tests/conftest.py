@@ -18,6 +18,7 @@ from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from memcastle_project.composition import Services, compose  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.endpoint import Endpoint  # noqa: E402
 from tests.support.palace_services import Palace, build  # noqa: E402
 
 
@@ -47,6 +48,15 @@ def services(store: Store) -> Services:
 @pytest.fixture
 def ctx() -> RequestContext:
     return RequestContext.build()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    """A chat-completions endpoint of this test's own (test_embeddings.py has an embeddings
+    endpoint of its own under this name)."""
+    running = Endpoint()
+    yield running
+    running.close()
 
 
 @pytest.fixture(scope="session")
