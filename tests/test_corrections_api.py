@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.events import EventStream, Frame
 from tests.support.waits import wait_for
-from tests.test_events import EventStream, Frame
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"

@@ -20,7 +20,7 @@ import pytest
 
 from jobs.replay import unit_id
 from tests.support.daemon import Daemon
-from tests.test_events import EventStream, Frame, expect_open
+from tests.support.events import EventStream, Frame, expect_open
 
 ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from tests.support.daemon import Daemon
-from tests.test_events import EventStream, Frame, expect_open
+from tests.support.events import EventStream, Frame, expect_open
 
 WAIT = 60.0
 TERMINAL = ("completed", "failed", "cancelled")
