@@ -8,7 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import django
+import httpx
 import pytest
+
+# The helpers' asserts report their operands as a test's own do.
+pytest.register_assert_rewrite("tests.support")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 django.setup()
@@ -19,6 +23,7 @@ from kernel.store import Store  # noqa: E402
 from memcastle_project.composition import Services, compose  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
 from tests.support.endpoint import Endpoint  # noqa: E402
+from tests.support.events import EventStream, Frame  # noqa: E402
 from tests.support.palace_services import Palace, build  # noqa: E402
 
 
@@ -65,6 +70,27 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     running = Daemon(tmp_path_factory.mktemp("daemon")).start()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def client(daemon: Daemon) -> Iterator[httpx.Client]:
+    """A client of the shared daemon; a module whose tests talk to a daemon of its own overrides
+    this with a client of that one."""
+    with daemon.client() as opened:
+        yield opened
+
+
+@pytest.fixture
+def stream(daemon: Daemon) -> Iterator[EventStream]:
+    """The shared daemon's event stream, opened and past its `open` frame."""
+    opened = EventStream(daemon)
+    try:
+        assert opened.response.status_code == 200
+        first = opened.next()
+        assert isinstance(first, Frame) and first.event == "open", first
+        yield opened
+    finally:
+        opened.close()
 
 
 @pytest.fixture

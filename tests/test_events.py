@@ -14,18 +14,17 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from kernel.events import RESYNC, Event, EventBus
 from memcastle_project.serving import SHUTDOWN_GRACE_SECS
 from tests.support.daemon import Daemon
 from tests.support.events import Comment, EventStream, Frame, expect_open
+from tests.support.http import assert_error
 
 WAIT = 15.0
 SECRET = "s3cret-0123456789-abcdefghijklmn"
 AUTH_ENV = {"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_AUTH_TOKEN": SECRET}
-ERROR_KEYS = {"error", "code", "help"}
 JOB_KEYS = {"kind", "action", "id", "job_kind", "status"}
 
 
@@ -47,15 +46,6 @@ def open_stream() -> Iterator[Callable[..., EventStream]]:
 
 def is_open_frame(item: Frame | Comment) -> bool:
     return isinstance(item, Frame) and item.event == "open"
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code
-    assert body["error"] and body["help"]
-    return body
 
 
 # The EventBus on its own.

@@ -18,9 +18,8 @@ import httpx
 import pytest
 
 from tests.support.daemon import Daemon
-
-Json = dict[str, Any]
-TERMINAL = ("completed", "failed", "cancelled")
+from tests.support.http import Json, submit, wait_job
+from tests.support.instants import rfc3339
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +64,9 @@ def checkpoint(client: httpx.Client, wing: str, fact: Json) -> Json:
         "content": f"fact {uuid.uuid4().hex}: {fact}",
         "fact": fact,
     }
-    response = client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": [item]}})
-    assert response.status_code == 201, response.text
-    job_id = response.json()["id"]
-    deadline = time.monotonic() + 30
-    while True:
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] in TERMINAL:
-            break
-        assert time.monotonic() < deadline, job
-        time.sleep(0.02)
-    assert job["status"] == "completed", job
+    job = wait_job(
+        client, submit(client, {"type": "checkpoint", "payload": {"items": [item]}})["id"]
+    )
     assert not job["result"].get("failed"), job
     return job
 
@@ -104,10 +95,6 @@ def related(hits: list[Json]) -> list[tuple[str, list[str]]]:
 
 def ids(hits: list[Json]) -> list[str]:
     return [hit["id"] for hit in hits]
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def fresh_instant(after: dt.datetime | None = None) -> dt.datetime:

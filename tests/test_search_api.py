@@ -19,12 +19,13 @@ import httpx
 import pytest
 
 from tests.support.daemon import Daemon
+from tests.support.http import Json, assert_error
+from tests.support.instants import instant, rfc3339
 
 STANDIN = "standin"
 INVALID = "memcastle::input::invalid"
 UNAVAILABLE = "memcastle::search::semantic_unavailable"
 FORBIDDEN = "memcastle::mode::forbidden"
-ERROR_KEYS = {"error", "code", "help"}
 ANSWER_KEYS = {"query", "ranking", "profile", "temporal", "results"}
 CONFIG = """
 [embeddings]
@@ -36,8 +37,6 @@ model = "stand-in"
 dimensions = 8
 """
 MICRO = dt.timedelta(microseconds=1)
-
-Json = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -111,11 +110,7 @@ def ids(answer: Json) -> list[str]:
 
 def refused(response: httpx.Response, status: int, code: str) -> str:
     """The error's message, after checking the status, the code and the body's shape."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    return body["error"]
+    return assert_error(response, status, code, explained=False)["error"]
 
 
 def vector_body(text: str, vector: list[float], ranking: str, **fields: Any) -> Json:
@@ -126,14 +121,6 @@ def vector_body(text: str, vector: list[float], ranking: str, **fields: Any) -> 
         "query_embedding": vector,
         **fields,
     }
-
-
-def instant(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 # The answer -------------------------------------------------------------------------------------
@@ -285,7 +272,8 @@ def test_tags_are_all_required_as_a_comma_list_a_repeat_or_a_json_list(
     )
     assert ids(get(client, q=token, wing=wing, tags="alpha,beta")) == [both["id"]]
     repeated = client.get(
-        "/api/search", params=[("q", token), ("wing", wing), ("tags", "alpha"), ("tags", "beta")]
+        "/api/search",
+        params=[("q", token), ("wing", wing), ("tags", "alpha"), ("tags", "beta")],
     )
     assert repeated.status_code == 200, repeated.text
     assert ids(repeated.json()) == [both["id"]]
@@ -393,7 +381,7 @@ def test_a_superseded_drawer_is_found_as_of_before_and_not_after(
     client: httpx.Client, wing: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
-    switch = instant(old["valid_to"])
+    switch = instant(old["valid_to"], require_z=False)
     assert ids(get(client, q="database", wing=wing)) == [new["id"]]
     cases = [
         ("2025-01-01", [old["id"]]),
@@ -421,7 +409,7 @@ def test_between_windows_are_half_open(
     client: httpx.Client, wing: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
-    switch = instant(old["valid_to"])
+    switch = instant(old["valid_to"], require_z=False)
     later = rfc3339(switch + dt.timedelta(days=1))
     cases = [
         ("2025-01-01", "2025-02-01", [old["id"]]),
