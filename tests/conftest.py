@@ -21,6 +21,7 @@ from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from memcastle_project.composition import Services, compose  # noqa: E402
+from tests.support.auth import AUTH_ENV  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
 from tests.support.endpoint import Endpoint  # noqa: E402
 from tests.support.events import EventStream, Frame  # noqa: E402
@@ -93,6 +94,14 @@ def stream(daemon: Daemon) -> Iterator[EventStream]:
         opened.close()
 
 
+@pytest.fixture(scope="module")
+def shared_secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon with authentication on, shared by a module's tests that change nothing."""
+    running = Daemon(tmp_path_factory.mktemp("secured"), env=AUTH_ENV).start()
+    yield running
+    running.stop()
+
+
 @pytest.fixture
 def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
     """A daemon of this test's own, for tests that stop, kill or reconfigure it."""
@@ -100,6 +109,12 @@ def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
     yield created
     if created.process is not None and created.process.poll() is None:
         created.kill()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests (the MCP client's) run on asyncio alone, not on every anyio backend."""
+    return "asyncio"
 
 
 @pytest.fixture

@@ -18,13 +18,12 @@ import pytest
 
 from kernel.events import RESYNC, Event, EventBus
 from memcastle_project.serving import SHUTDOWN_GRACE_SECS
+from tests.support.auth import AUTH_ENV, SECRET
 from tests.support.daemon import Daemon
 from tests.support.events import Comment, EventStream, Frame, expect_open
 from tests.support.http import assert_error
 
 WAIT = 15.0
-SECRET = "s3cret-0123456789-abcdefghijklmn"
-AUTH_ENV = {"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_AUTH_TOKEN": SECRET}
 JOB_KEYS = {"kind", "action", "id", "job_kind", "status"}
 
 

@@ -24,11 +24,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def rest(daemon: Daemon) -> httpx.Client:
     with daemon.client() as client:
         yield client
