@@ -67,12 +67,13 @@ import httpx  # noqa: E402
 from bench.hierarchy import directory_size  # noqa: E402
 from bench.jobs import ok, parse_time, quantile  # noqa: E402
 from bench.mine import cpu_probe, print_machine  # noqa: E402
-from bench.search import parallel, start_daemon, wait_job  # noqa: E402
+from bench.search import JOB_TIMEOUT, parallel, start_daemon  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from graph import providers  # noqa: E402
 from graph.repositories.records import derived_id  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.http import wait_job  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.
@@ -216,7 +217,7 @@ def checkpoint(
     job = ok(
         client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}}), 201
     )
-    record = wait_job(client, job["id"])
+    record = wait_job(client, job["id"], timeout=JOB_TIMEOUT, interval=0.1)
     result = record.get("result") or {}
     if result.get("duplicates") or result.get("failed"):
         raise RuntimeError(f"{what}: checkpoint job {job['id']} did not store every item: {result}")
