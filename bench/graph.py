@@ -6,8 +6,9 @@ Run from the repository root: `.venv/bin/python bench/graph.py`; `--quick` gives
 (1,000 entities, 5,000 relationships, 1,000 drawers, fewer requests). It measures and reports;
 it is not a test, so it exits 0 whatever the figures are.
 
-1. **Palace, through HTTP.** A daemon (`manage.py serve` in a subprocess, `tests.daemon.Daemon`,
-   default settings: no embedding provider, no extraction provider) on a new palace files
+1. **Palace, through HTTP.** A daemon (`manage.py serve` in a subprocess,
+   `tests.support.daemon.Daemon`, default settings: no embedding provider, no extraction provider)
+   on a new palace files
    `--drawers` drawers (10,000) of 20 to 40 invented words in 10 wings, through checkpoint jobs
    of 1,000 items; each drawer is linked to `--mentions` entities (3) with
    `POST /api/drawers/{id}/mentions {name, kind}` on several clients, the first mention of a name
@@ -66,12 +67,13 @@ import httpx  # noqa: E402
 from bench.hierarchy import directory_size  # noqa: E402
 from bench.jobs import ok, parse_time, quantile  # noqa: E402
 from bench.mine import cpu_probe, print_machine  # noqa: E402
-from bench.search import parallel, start_daemon, wait_job  # noqa: E402
+from bench.search import JOB_TIMEOUT, parallel, start_daemon  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from graph import providers  # noqa: E402
 from graph.repositories.records import derived_id  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.http import wait_job  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.
@@ -215,7 +217,7 @@ def checkpoint(
     job = ok(
         client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}}), 201
     )
-    record = wait_job(client, job["id"])
+    record = wait_job(client, job["id"], timeout=JOB_TIMEOUT, interval=0.1)
     result = record.get("result") or {}
     if result.get("duplicates") or result.get("failed"):
         raise RuntimeError(f"{what}: checkpoint job {job['id']} did not store every item: {result}")

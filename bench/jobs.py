@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from bench.hierarchy import machine  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
 
 DEMO_JOB = {"type": "demo", "steps": 1, "step_ms": 0}
 START_TARGET_MS = 50.0

@@ -38,7 +38,7 @@ sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench import search as search_bench  # noqa: E402
 from bench.search_corpus import Corpus, Projection  # noqa: E402
-from tests.mcp_client import call, connect  # noqa: E402
+from tests.support.mcp_client import call, connect  # noqa: E402
 
 Timings = dict[str, list[float]]
 

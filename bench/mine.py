@@ -89,7 +89,7 @@ from kernel.config import MiningConfig, load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from sources import chunking  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
 
 # Bump when the generated tree changes, so a cached tree of the old shape is not reused.
 TREE_VERSION = "mine-1"

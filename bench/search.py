@@ -6,10 +6,10 @@ Run from the repository root: `.venv/bin/python bench/search.py`; `--quick` give
 whatever the figures are.
 
 1. **Palace, through HTTP.** For each `--sizes` (10,000 and 100,000), a daemon (`manage.py serve`
-   in a subprocess, `tests.daemon.Daemon`, default settings) is started on a new palace with an
-   `external` embedding profile `bench` of 384 dimensions and no default profile (so no embed
-   job runs), and files the corpus of `bench/search_corpus.py`: developer memories of 30 to 200
-   words in 20 wings of 5 rooms. `entries` and `diary` drawers go through checkpoint jobs of
+   in a subprocess, `tests.support.daemon.Daemon`, default settings) is started on a new palace
+   with an `external` embedding profile `bench` of 384 dimensions and no default profile (so no
+   embed job runs), and files the corpus of `bench/search_corpus.py`: developer memories of 30 to
+   200 words in 20 wings of 5 rooms. `entries` and `diary` drawers go through checkpoint jobs of
    1,000 items (`POST /api/jobs`, one job at a time, each waited for); the other rooms'
    drawers through `POST /api/wings/{w}/rooms/{r}/drawers`, by several clients at once. Every
    drawer gets its vector (`PUT /api/drawers/{id}/embedding`, a seeded random projection of its
@@ -93,12 +93,16 @@ from bench.search_corpus import (  # noqa: E402
 from bench.writes import code_state, log_problems, per_sec, stop  # noqa: E402
 from jobs.replay import unit_id  # noqa: E402
 from kernel.store import bundled_migrations  # noqa: E402
-from tests.daemon import Daemon, wait_for  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.http import wait_job  # noqa: E402
+from tests.support.waits import wait_for  # noqa: E402
 
 # Bump when the palace the benchmark builds changes, so a cached palace of the old shape is not
 # reused.
 BUILD_VERSION = "search-1"
 CACHE_DIR = Path(tempfile.gettempdir()) / "memcastle-bench-search"
+# How long a job of the build is waited for (polled every 0.1 s); one that fails stops the run.
+JOB_TIMEOUT = 3600.0
 PROFILE = "bench"
 CONFIG = f"""\
 [embeddings]
@@ -290,7 +294,7 @@ def file_checkpoints(client: httpx.Client, corpus: Corpus, ingest: Ingest) -> di
             client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}}),
             201,
         )
-        record = wait_job(client, job["id"])
+        record = wait_job(client, job["id"], timeout=JOB_TIMEOUT, interval=0.1)
         result = record.get("result") or {}
         if result.get("duplicates") or result.get("failed"):
             raise RuntimeError(f"checkpoint job {job['id']} did not store every item: {result}")
@@ -309,20 +313,6 @@ def file_checkpoints(client: httpx.Client, corpus: Corpus, ingest: Ingest) -> di
                 flush=True,
             )
     return ids
-
-
-def wait_job(client: httpx.Client, job_id: str, timeout: float = 3600.0) -> dict[str, Any]:
-    """Poll the job's record until it ends; a job that fails stops the benchmark."""
-    deadline = time.monotonic() + timeout
-    while True:
-        record = ok(client.get(f"/api/jobs/{job_id}"))
-        if record["status"] == "completed":
-            return record
-        if record["status"] in ("failed", "cancelled"):
-            raise RuntimeError(f"job {job_id} ended {record['status']}: {record.get('error')}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"job {job_id} did not finish in {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 def file_posts(base_url: str, corpus: Corpus, ingest: Ingest, workers: int) -> dict[int, str]:

@@ -81,7 +81,8 @@ from palace import drawers  # noqa: E402
 from palace.hierarchy import HierarchyService  # noqa: E402
 from palace.repositories.filing import FilingRepository  # noqa: E402
 from palace.repositories.hierarchy import HierarchyRepository  # noqa: E402
-from tests.daemon import Daemon, wait_for  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.waits import wait_for  # noqa: E402
 
 # Bump when the generated palace changes, so a cached palace of the old shape is not reused.
 BUILD_VERSION = "writes-2"

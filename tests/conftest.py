@@ -8,15 +8,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import django
+import httpx
 import pytest
+
+# The helpers' asserts report their operands as a test's own do.
+pytest.register_assert_rewrite("tests.support")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 django.setup()
 
+from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from tests.daemon import Daemon  # noqa: E402
-from tests.palace_services import Palace, build  # noqa: E402
+from memcastle_project.composition import Services, compose  # noqa: E402
+from tests.support.auth import AUTH_ENV  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.endpoint import Endpoint  # noqa: E402
+from tests.support.events import EventStream, Frame  # noqa: E402
+from tests.support.palace_services import Palace, build  # noqa: E402
 
 
 @pytest.fixture
@@ -37,8 +46,23 @@ def palace(store: Store) -> Palace:
 
 
 @pytest.fixture
+def services(store: Store) -> Services:
+    """The daemon's services composed in this process on the fresh palace, with the defaults."""
+    return compose(load_config(env={}), store)
+
+
+@pytest.fixture
 def ctx() -> RequestContext:
     return RequestContext.build()
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Endpoint]:
+    """A chat-completions endpoint of this test's own (test_embeddings.py has an embeddings
+    endpoint of its own under this name)."""
+    running = Endpoint()
+    yield running
+    running.close()
 
 
 @pytest.fixture(scope="session")
@@ -50,12 +74,47 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 @pytest.fixture
+def client(daemon: Daemon) -> Iterator[httpx.Client]:
+    """A client of the shared daemon; a module whose tests talk to a daemon of its own overrides
+    this with a client of that one."""
+    with daemon.client() as opened:
+        yield opened
+
+
+@pytest.fixture
+def stream(daemon: Daemon) -> Iterator[EventStream]:
+    """The shared daemon's event stream, opened and past its `open` frame."""
+    opened = EventStream(daemon)
+    try:
+        assert opened.response.status_code == 200
+        first = opened.next()
+        assert isinstance(first, Frame) and first.event == "open", first
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture(scope="module")
+def shared_secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One daemon with authentication on, shared by a module's tests that change nothing."""
+    running = Daemon(tmp_path_factory.mktemp("secured"), env=AUTH_ENV).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
 def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
     """A daemon of this test's own, for tests that stop, kill or reconfigure it."""
     created = Daemon(tmp_path)
     yield created
     if created.process is not None and created.process.poll() is None:
         created.kill()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The async tests (the MCP client's) run on asyncio alone, not on every anyio backend."""
+    return "asyncio"
 
 
 @pytest.fixture

@@ -7,23 +7,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.daemon import Daemon
-
-ERROR_KEYS = {"error", "code", "help"}
-
-
-@pytest.fixture
-def client(daemon: Daemon):
-    with daemon.client() as opened:
-        yield opened
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS
-    assert body["code"] == code
-    return body
+from tests.support.daemon import Daemon
+from tests.support.http import assert_error
 
 
 def test_wing_lifecycle(client: httpx.Client, wing_name: str) -> None:
@@ -45,7 +30,12 @@ def test_wing_lifecycle(client: httpx.Client, wing_name: str) -> None:
         "rooms": 0,
         "drawers": 0,
     }
-    assert_error(client.get(f"/api/wings/{wing_name}"), 404, "memcastle::palace::wing_not_found")
+    assert_error(
+        client.get(f"/api/wings/{wing_name}"),
+        404,
+        "memcastle::palace::wing_not_found",
+        explained=False,
+    )
 
 
 def test_room_and_drawer_routes(client: httpx.Client, wing_name: str) -> None:
@@ -78,7 +68,7 @@ def test_room_and_drawer_routes(client: httpx.Client, wing_name: str) -> None:
     assert client.get(f"/api/wings/{wing_name}").json()["counts"] == {"rooms": 1, "drawers": 1}
     assert client.delete(f"{base}/drawers/ops/deploy.md").json()["drawers"] == 1
     assert client.delete(base).json() == {"wings": 0, "rooms": 1, "drawers": 0}
-    assert_error(client.get(base), 404, "memcastle::palace::room_not_found")
+    assert_error(client.get(base), 404, "memcastle::palace::room_not_found", explained=False)
 
 
 def test_creating_a_drawer_creates_its_wing_and_room(client: httpx.Client, wing_name: str) -> None:
@@ -103,6 +93,7 @@ def test_drawer_name_taken_is_409(client: httpx.Client, wing_name: str) -> None:
         client.post(url, json={"content": "two", "name": "n"}),
         409,
         "memcastle::palace::drawer_name_taken",
+        explained=False,
     )
     assert "'n'" in body["error"]
 
@@ -117,36 +108,58 @@ def test_cli_channel_is_recorded(client: httpx.Client, wing_name: str) -> None:
 
 def test_unknown_places_are_404_with_their_own_codes(client: httpx.Client, wing_name: str) -> None:
     client.post(f"/api/wings/{wing_name}/rooms", json={"name": "r"}).raise_for_status()
-    assert_error(client.get("/api/wings/ghost-wing"), 404, "memcastle::palace::wing_not_found")
+    assert_error(
+        client.get("/api/wings/ghost-wing"),
+        404,
+        "memcastle::palace::wing_not_found",
+        explained=False,
+    )
     assert_error(
         client.get(f"/api/wings/{wing_name}/rooms/ghost"),
         404,
         "memcastle::palace::room_not_found",
+        explained=False,
     )
     assert_error(
         client.get(f"/api/wings/{wing_name}/rooms/r/drawers/ghost"),
         404,
         "memcastle::palace::drawer_not_found",
+        explained=False,
     )
     assert_error(
-        client.get(f"/api/drawers/{uuid.uuid4()}"), 404, "memcastle::palace::drawer_not_found"
+        client.get(f"/api/drawers/{uuid.uuid4()}"),
+        404,
+        "memcastle::palace::drawer_not_found",
+        explained=False,
     )
 
 
 def test_validation_errors_name_the_field(client: httpx.Client, wing_name: str) -> None:
     url = f"/api/wings/{wing_name}/rooms/r/drawers"
-    body = assert_error(client.post(url, json={"tags": ["a"]}), 400, "memcastle::input::invalid")
+    body = assert_error(
+        client.post(url, json={"tags": ["a"]}), 400, "memcastle::input::invalid", explained=False
+    )
     assert "`content`" in body["error"]
     body = assert_error(
-        client.post(url, json={"content": "x", "tags": "a"}), 400, "memcastle::input::invalid"
+        client.post(url, json={"content": "x", "tags": "a"}),
+        400,
+        "memcastle::input::invalid",
+        explained=False,
     )
     assert "`tags`" in body["error"]
     assert_error(
-        client.post("/api/wings", json={"name": "a/b"}), 400, "memcastle::palace::path_invalid"
+        client.post("/api/wings", json={"name": "a/b"}),
+        400,
+        "memcastle::palace::path_invalid",
+        explained=False,
     )
-    body = assert_error(client.get("/api/drawers/123"), 400, "memcastle::input::invalid")
+    body = assert_error(
+        client.get("/api/drawers/123"), 400, "memcastle::input::invalid", explained=False
+    )
     assert "`id`" in body["error"]
-    assert_error(client.post("/api/wings", json=["name"]), 400, "memcastle::input::invalid")
+    assert_error(
+        client.post("/api/wings", json=["name"]), 400, "memcastle::input::invalid", explained=False
+    )
     names = {wing["name"] for wing in client.get("/api/wings").json()["wings"]}
     assert wing_name not in names
     assert "a/b" not in names
@@ -155,23 +168,27 @@ def test_validation_errors_name_the_field(client: httpx.Client, wing_name: str) 
 def test_limit_is_validated(client: httpx.Client, wing_name: str) -> None:
     client.post(f"/api/wings/{wing_name}/rooms", json={"name": "r"}).raise_for_status()
     url = f"/api/wings/{wing_name}/rooms/r/drawers"
-    body = assert_error(client.get(f"{url}?limit=lots"), 400, "memcastle::input::invalid")
+    body = assert_error(
+        client.get(f"{url}?limit=lots"), 400, "memcastle::input::invalid", explained=False
+    )
     assert "`limit`" in body["error"]
     assert client.get(f"{url}?limit=999").json()["limit"] == 200
     assert client.get(f"{url}?limit=0").json()["limit"] == 50
 
 
 def test_http_level_failures_share_the_error_body(client: httpx.Client) -> None:
-    assert_error(client.get("/api/no-such-route"), 404, "memcastle::http::not_found")
-    assert_error(client.get("/nowhere"), 404, "memcastle::http::not_found")
-    assert_error(client.get("/api/wings/"), 404, "memcastle::http::not_found")
+    assert_error(
+        client.get("/api/no-such-route"), 404, "memcastle::http::not_found", explained=False
+    )
+    assert_error(client.get("/nowhere"), 404, "memcastle::http::not_found", explained=False)
+    assert_error(client.get("/api/wings/"), 404, "memcastle::http::not_found", explained=False)
     wrong = client.put("/api/wings", json={})
-    assert_error(wrong, 405, "memcastle::http::method_not_allowed")
+    assert_error(wrong, 405, "memcastle::http::method_not_allowed", explained=False)
     assert "POST" in wrong.headers["allow"]
     malformed = client.post(
         "/api/wings", content=b"{not json", headers={"content-type": "application/json"}
     )
-    body = assert_error(malformed, 400, "memcastle::input::invalid")
+    body = assert_error(malformed, 400, "memcastle::input::invalid", explained=False)
     assert "`body`" in body["error"]
 
 
@@ -180,7 +197,7 @@ def test_answers_are_json_whatever_accept_says(client: httpx.Client) -> None:
     assert listing.status_code == 200
     assert listing.headers["content-type"] == "application/json"
     missing = client.get("/api/wings/ghost-wing", headers={"Accept": "text/html"})
-    assert_error(missing, 404, "memcastle::palace::wing_not_found")
+    assert_error(missing, 404, "memcastle::palace::wing_not_found", explained=False)
 
 
 def test_status_report(client: httpx.Client, daemon: Daemon) -> None:

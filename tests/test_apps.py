@@ -13,7 +13,7 @@ from graph.extraction import ExtractSweeper
 from jobs import kinds
 from kernel.config import load_config
 from palace.embeddings.job import EmbedSweeper
-from tests.daemon import REPO
+from tests.support.daemon import REPO
 
 APPS = ("jobs", "palace", "graph", "sources", "mcp_bridge", "memcastle_project")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 
 def test_a_json_answer_carries_its_length_and_is_not_chunked(daemon: Daemon) -> None:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from memcastle_project.auth import digest
-from tests.daemon import Daemon
+from tests.support.auth import AUTH_ENV, SECRET, assert_unauthorized
+from tests.support.daemon import Daemon
 
-SECRET = "s3cret-0123456789-abcdefghijklmn"
 TOKEN_FORMAT = re.compile(r"^mc_[0-9a-f]{64}$")
-ERROR_KEYS = {"error", "code", "help"}
-UNAUTHORIZED = "memcastle::auth::unauthorized"
 
 # Everything but the health check is guarded, including routes that do not exist (a 401, not a
 # 404) and the MCP endpoint. None of these changes anything, so they share one daemon.
@@ -36,15 +33,6 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def assert_unauthorized(response: httpx.Response) -> None:
-    assert response.status_code == 401, response.text
-    assert response.headers.get("www-authenticate") == "Bearer"
-    body = response.json()
-    assert set(body) == ERROR_KEYS
-    assert body["code"] == UNAUTHORIZED
-    assert body["error"] and body["help"]
-
-
 def status_of(client: httpx.Client, token: str) -> int:
     return client.get("/api/status", headers=bearer(token)).status_code
 
@@ -53,17 +41,6 @@ def generate(client: httpx.Client, token: str | None = None) -> str:
     response = client.post("/api/auth/token", headers=bearer(token) if token else {})
     assert response.status_code == 201, response.text
     return response.json()["token"]
-
-
-AUTH_ENV = {"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_AUTH_TOKEN": SECRET}
-
-
-@pytest.fixture(scope="module")
-def shared_secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """One daemon with authentication on, for the tests that only read."""
-    running = Daemon(tmp_path_factory.mktemp("secured"), env=AUTH_ENV).start()
-    yield running
-    running.stop()
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ daemon start one of their own. Every wait polls a condition with a deadline.
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -23,36 +21,36 @@ import pytest
 
 from jobs.replay import unit_id
 from kernel.store import Store
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
+from tests.support.http import (
+    Drawer,
+    Job,
+    assert_error,
+    drawer,
+    get_job,
+    room_count,
+    room_drawers,
+    submit,
+    total,
+    wait_job,
+    watch,
+)
 
-ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
 FORBIDDEN = "memcastle::mode::forbidden"
 BASED_ON_INVALID = "memcastle::repair::based_on_job_invalid"
 DRAWER_NOT_FOUND = "memcastle::palace::drawer_not_found"
-TERMINAL = ("completed", "failed", "cancelled")
 READ_ONLY = {"X-MemCastle-Mode": "read_only"}
 DISABLED = {"X-MemCastle-Mode": "disabled"}
 WAIT = 20.0
 # A demo step this long never ends on its own during a test.
 FOREVER_MS = 60_000
 
-Job = dict[str, Any]
-Drawer = dict[str, Any]
 
 # A sentence and its likely copies. The typo is near the end so that the copy keeps its start.
 SENTENCE = "We deploy the backend service every Tuesday morning."
 TYPO = "We deploy the backend service every Tuesady morning."
 SHOUTED = "WE DEPLOY THE BACKEND SERVICE EVERY TUESDAY MORNING!"
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    assert body["error"] and body["help"]
-    return body
 
 
 def item(content: str, destination: str = "general", **fields: Any) -> dict[str, Any]:
@@ -64,73 +62,13 @@ def derived(job_id: str, index: int) -> str:
     return unit_id(job_id, f"checkpoint-drawer:{index}")
 
 
-def submit(client: httpx.Client, body: dict[str, Any], **headers: str) -> Job:
-    response = client.post("/api/jobs", json=body, headers=headers)
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def get_job(client: httpx.Client, job_id: str) -> Job:
-    response = client.get(f"/api/jobs/{job_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def watch(
-    client: httpx.Client,
-    job_id: str,
-    condition: Callable[[Job], bool],
-    what: str,
-    *,
-    timeout: float = WAIT,
-    interval: float = 0.02,
-) -> Job:
-    """Poll the job until `condition` holds. A big batch is polled less often: every read of it
-    serializes its whole payload in the daemon that runs it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        job = get_job(client, job_id)
-        if condition(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last seen: {job}")
-        time.sleep(interval)
-
-
-def wait_job(
-    client: httpx.Client,
-    job_id: str,
-    status: str = "completed",
-    *,
-    timeout: float = WAIT,
-    interval: float = 0.02,
-) -> Job:
-    """Wait for the job to end, or to be `status`; it must be `status`."""
-    job = watch(
-        client,
-        job_id,
-        lambda job: job["status"] in TERMINAL or job["status"] == status,
-        f"job {job_id} to be {status}",
-        timeout=timeout,
-        interval=interval,
-    )
-    assert job["status"] == status, job
-    return job
-
-
 def run_job(client: httpx.Client, body: dict[str, Any], **headers: str) -> Job:
-    return wait_job(client, submit(client, body, **headers)["id"])
+    return wait_job(client, submit(client, body, **headers)["id"], timeout=WAIT)
 
 
 def checkpoint(client: httpx.Client, items: list[dict[str, Any]], **extra: Any) -> Job:
     """Submit a checkpoint of `items` and wait for it to complete."""
     return run_job(client, {"type": "checkpoint", "payload": {"items": items}, **extra})
-
-
-def total(client: httpx.Client, kind: str) -> int:
-    response = client.get("/api/jobs", params={"kind": kind, "limit": 1})
-    assert response.status_code == 200, response.text
-    return response.json()["total"]
 
 
 def file(client: httpx.Client, wing: str, room: str, content: str, **body: Any) -> Drawer:
@@ -141,36 +79,8 @@ def file(client: httpx.Client, wing: str, room: str, content: str, **body: Any) 
     return response.json()
 
 
-def drawer(client: httpx.Client, drawer_id: str) -> Drawer:
-    response = client.get(f"/api/drawers/{drawer_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def assert_absent(client: httpx.Client, drawer_id: str) -> None:
     assert_error(client.get(f"/api/drawers/{drawer_id}"), 404, DRAWER_NOT_FOUND)
-
-
-def room_count(client: httpx.Client, wing: str, room: str) -> int:
-    response = client.get(f"/api/wings/{wing}/rooms/{room}")
-    assert response.status_code == 200, response.text
-    return response.json()["counts"]["drawers"]
-
-
-def room_drawers(client: httpx.Client, wing: str, room: str) -> list[Drawer]:
-    """Every drawer listed in a room, page by page."""
-    listed: list[Drawer] = []
-    while True:
-        response = client.get(
-            f"/api/wings/{wing}/rooms/{room}/drawers",
-            params={"limit": 200, "offset": len(listed)},
-        )
-        assert response.status_code == 200, response.text
-        page = response.json()
-        listed.extend(page["drawers"])
-        if not page["drawers"] or len(listed) >= page["total"]:
-            assert len(listed) == page["total"]
-            return listed
 
 
 def similar(client: httpx.Client, drawer_id: str) -> dict[str, dict[str, Any]]:
@@ -178,12 +88,6 @@ def similar(client: httpx.Client, drawer_id: str) -> dict[str, dict[str, Any]]:
     response = client.get(f"/api/drawers/{drawer_id}/duplicates")
     assert response.status_code == 200, response.text
     return {link["drawer"]["id"]: link for link in response.json()["similar"]}
-
-
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    with daemon.client() as opened:
-        yield opened
 
 
 # Submission.
@@ -208,7 +112,7 @@ def test_checkpoint_is_queued_at_high_priority_and_emergency_at_critical(
         "payload": {"items": [{**items[0], "source": {"kind": "manual"}}]},
     }
 
-    done = wait_job(client, queued["id"])
+    done = wait_job(client, queued["id"], timeout=WAIT)
     assert done["result"] == {"items": 1, "duplicates": 0}
     assert done["progress"] == {"current": 1, "total": 1, "message": "item 1 of 1"}
     assert done["checkpoint"] == {"next_index": 1, "duplicates": 0, "failed": []}
@@ -221,7 +125,10 @@ def test_checkpoint_is_queued_at_high_priority_and_emergency_at_critical(
     )
     assert emergency["priority"] == 100
     assert emergency["kind"]["emergency"] is True
-    assert wait_job(client, emergency["id"])["result"] == {"items": 1, "duplicates": 0}
+    assert wait_job(client, emergency["id"], timeout=WAIT)["result"] == {
+        "items": 1,
+        "duplicates": 0,
+    }
 
     calm = [item("Tabs are four spaces wide.", "preference", wing=wing_name)]
     ordinary = submit(
@@ -229,7 +136,7 @@ def test_checkpoint_is_queued_at_high_priority_and_emergency_at_critical(
     )
     assert ordinary["priority"] == 75
     assert "emergency" not in ordinary["kind"]
-    wait_job(client, ordinary["id"])
+    wait_job(client, ordinary["id"], timeout=WAIT)
 
 
 def test_a_json_encoded_payload_string_is_accepted(client: httpx.Client, wing_name: str) -> None:
@@ -239,7 +146,7 @@ def test_a_json_encoded_payload_string_is_accepted(client: httpx.Client, wing_na
     assert queued["kind"]["payload"] == {
         "items": [{**payload["items"][0], "source": {"kind": "manual"}}]
     }
-    done = wait_job(client, queued["id"])
+    done = wait_job(client, queued["id"], timeout=WAIT)
     assert done["result"] == {"items": 1, "duplicates": 0}
     stored = drawer(client, derived(done["id"], 0))
     assert (stored["content"], stored["tags"]) == ("Encoded once by a careful client.", ["mcp"])
@@ -379,7 +286,7 @@ def test_fact_bounds_and_every_fact_op_are_accepted(client: httpx.Client, wing_n
         *facts,
         None,
     ]
-    done = wait_job(client, queued["id"])
+    done = wait_job(client, queued["id"], timeout=WAIT)
     # Every item keeps its drawer; the corrections name no relationship, so their facts fail.
     failed = done["result"].pop("failed")
     assert done["result"] == {"items": len(items), "duplicates": 0}
@@ -715,10 +622,11 @@ def test_pause_and_resume_continue_the_batch_without_storing_twice(
         job_id,
         lambda job: job["progress"]["current"] >= 1,
         "the checkpoint to store its first items",
+        timeout=WAIT,
     )
     requested = client.post(f"/api/jobs/{job_id}/pause")
     assert requested.status_code == 200, f"the batch ended before the pause: {requested.text}"
-    paused = wait_job(client, job_id, "paused")
+    paused = wait_job(client, job_id, "paused", timeout=WAIT)
     stopped_at = paused["checkpoint"]["next_index"]
     assert 1 <= stopped_at < count
     assert paused["progress"]["current"] == stopped_at
@@ -726,7 +634,7 @@ def test_pause_and_resume_continue_the_batch_without_storing_twice(
 
     resumed = client.post(f"/api/jobs/{job_id}/resume")
     assert resumed.status_code == 200, resumed.text
-    done = wait_job(client, job_id)
+    done = wait_job(client, job_id, timeout=WAIT)
     assert done["result"] == {"items": count, "duplicates": 0}
     assert done["checkpoint"]["next_index"] == count
     assert (done["attempt"], done["recovery_attempts"]) == (2, 0)
@@ -932,6 +840,7 @@ def test_based_on_job_must_name_a_completed_audit(fresh_daemon: Daemon) -> None:
             holder,
             lambda job: job["status"] == "running",
             "the demo job to hold the only worker",
+            timeout=WAIT,
         )
         waiting = submit(client, {"type": "audit"})["id"]
         assert get_job(client, waiting)["status"] == "queued"
@@ -961,7 +870,7 @@ def test_based_on_job_accepts_any_spelling_of_the_audit_id(client: httpx.Client)
         "/api/jobs", json={"type": "repair", "based_on_job": uuid.UUID(done).hex}
     )
     assert response.status_code == 201, response.text
-    wait_job(client, response.json()["id"])
+    wait_job(client, response.json()["id"], timeout=WAIT)
 
 
 @pytest.mark.parametrize(

@@ -14,23 +14,17 @@ from typing import Any
 import pytest
 
 from jobs.repository import JobRepository
-from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
 from kernel.store import Store
-from memcastle_project.composition import Services, compose
+from memcastle_project.composition import Services
 from palace import checkpoint
 from palace.filing import Filing
 
 ITEMS = checkpoint.CHUNK + 50
 
 
-@pytest.fixture
-def daemon(store: Store) -> Services:
-    return compose(load_config(env={}), store)
-
-
-def submit(daemon: Services) -> str:
+def submit(services: Services) -> str:
     items = [
         {
             "content": f"lesson {n}: keep the batch whole",
@@ -40,7 +34,7 @@ def submit(daemon: Services) -> str:
         }
         for n in range(ITEMS)
     ]
-    job = daemon.jobs.submit(
+    job = services.jobs.submit(
         RequestContext.build(requested_by="http"),
         {"type": "checkpoint", "payload": {"items": items}},
     )
@@ -55,19 +49,19 @@ class Died(BaseException):
     """The process stopped here: nothing after it runs, not even the job's end state."""
 
 
-def recover_and_run(daemon: Services, job_id: str) -> dict[str, Any]:
+def recover_and_run(services: Services, job_id: str) -> dict[str, Any]:
     """What the next daemon does: re-queue the running job, then run it."""
-    daemon.executor.start_up()
-    daemon.executor.execute(job_id)
-    row = daemon.jobs.record(job_id)
+    services.executor.start_up()
+    services.executor.execute(job_id)
+    row = services.jobs.record(job_id)
     assert row is not None
     return row
 
 
 def test_the_last_chunk_is_written_with_the_end_state(
-    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
+    services: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = submit(daemon)
+    job_id = submit(services)
     transactions: list[str] = []
     transaction = store.transaction
 
@@ -76,8 +70,8 @@ def test_the_last_chunk_is_written_with_the_end_state(
         return transaction(sql, variables)
 
     monkeypatch.setattr(store, "transaction", recorded)
-    daemon.executor.execute(job_id)
-    row = daemon.jobs.record(job_id)
+    services.executor.execute(job_id)
+    row = services.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "completed"
     assert row["progress"]["current"] == row["progress"]["total"] == ITEMS
@@ -92,9 +86,9 @@ def test_the_last_chunk_is_written_with_the_end_state(
 
 
 def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
-    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
+    services: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = submit(daemon)
+    job_id = submit(services)
     transaction = store.transaction
 
     def die_before_the_commit(sql: str, variables: Any = None) -> Any:
@@ -107,24 +101,24 @@ def test_a_run_that_dies_in_its_last_transaction_stored_nothing_of_it(
 
     monkeypatch.setattr(store, "transaction", die_before_the_commit)
     with pytest.raises(Died):
-        daemon.executor.execute(job_id)
-    row = daemon.jobs.record(job_id)
+        services.executor.execute(job_id)
+    row = services.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "running"
     assert row["checkpoint"]["next_index"] == checkpoint.CHUNK
     assert len(drawers_of(store, job_id)) == checkpoint.CHUNK
 
     monkeypatch.setattr(store, "transaction", transaction)
-    row = recover_and_run(daemon, job_id)
+    row = recover_and_run(services, job_id)
     assert (row["status"], row["attempt"]) == ("completed", 2)
     assert row["result"] == {"items": ITEMS, "duplicates": 0}
     assert len(drawers_of(store, job_id)) == ITEMS
 
 
 def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
-    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
+    services: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = submit(daemon)
+    job_id = submit(services)
     # The executor's repository is the composition root's own: its class is patched.
     write = JobRepository.fenced_update
 
@@ -137,25 +131,25 @@ def test_a_chunk_stored_before_its_checkpoint_is_not_stored_twice(
 
     monkeypatch.setattr(JobRepository, "fenced_update", die_before_the_checkpoint)
     with pytest.raises(Died):
-        daemon.executor.execute(job_id)
-    row = daemon.jobs.record(job_id)
+        services.executor.execute(job_id)
+    row = services.jobs.record(job_id)
     assert row is not None
     assert row["status"] == "running"
     assert row["checkpoint"] == {}
     assert len(drawers_of(store, job_id)) == checkpoint.CHUNK
 
     monkeypatch.setattr(JobRepository, "fenced_update", write)
-    row = recover_and_run(daemon, job_id)
+    row = recover_and_run(services, job_id)
     assert (row["status"], row["attempt"]) == ("completed", 2)
     assert row["result"] == {"items": ITEMS, "duplicates": 0}
     assert len(drawers_of(store, job_id)) == ITEMS
 
 
 def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
-    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
+    services: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     item = {"destination": "project", "wing": "w", "tags": []}
-    job = daemon.jobs.submit(
+    job = services.jobs.submit(
         RequestContext.build(requested_by="http"),
         {
             "type": "checkpoint",
@@ -164,18 +158,18 @@ def test_a_name_taken_while_the_last_chunk_is_filed_fails_that_item(
             },
         },
     )
-    prepare = daemon.filing.prepare_batch
+    prepare = services.filing.prepare_batch
 
     def another_request_meanwhile(ctx: RequestContext, entries: list) -> Any:
-        monkeypatch.setattr(daemon.filing, "prepare_batch", prepare)
+        monkeypatch.setattr(services.filing, "prepare_batch", prepare)
         batch = prepare(ctx, entries)
-        daemon.filing.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
+        services.filing.file(ctx, "w", "entries", Filing(content="their plan", name="plan"))
         return batch
 
-    monkeypatch.setattr(daemon.filing, "prepare_batch", another_request_meanwhile)
-    daemon.executor.execute(job["id"])
+    monkeypatch.setattr(services.filing, "prepare_batch", another_request_meanwhile)
+    services.executor.execute(job["id"])
 
-    row = daemon.jobs.record(job["id"])
+    row = services.jobs.record(job["id"])
     assert row is not None
     assert row["status"] == "completed"
     assert row["result"]["items"] == 2

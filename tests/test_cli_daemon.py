@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from memcastle_project.cli import BEGIN, DOCS, END, reference
-from tests.daemon import REPO, Daemon
-from tests.test_cli_support import cli, cli_json, environment, in_terminal, refused, together
+from tests.support.cli import cli, cli_json, environment, in_terminal, refused, together
+from tests.support.daemon import REPO, Daemon
 
 TOKEN = "a-configured-secret-of-32-chars!"
 

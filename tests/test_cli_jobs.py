@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 
-from tests.daemon import Daemon, wait_for
-from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
+from tests.support.cli import cli, cli_json, in_terminal, refused, together
+from tests.support.daemon import Daemon
+from tests.support.waits import wait_for
 
 
 def job_status(daemon: Daemon, job_id: str) -> dict[str, Any]:

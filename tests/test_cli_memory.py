@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon import Daemon
-from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
+from tests.support.cli import cli, cli_json, in_terminal, refused, together
+from tests.support.daemon import Daemon
 
 
 def test_notes_take_words_stdin_and_the_project_file(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.daemon import Daemon
-from tests.test_cli_support import cli, cli_json, in_terminal, refused, together
+from tests.support.cli import cli, cli_json, in_terminal, refused, together
+from tests.support.daemon import Daemon
 
 
 def test_wings_rooms_and_drawers_piped(daemon: Daemon, wing_name: str) -> None:

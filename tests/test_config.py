@@ -15,7 +15,7 @@ import pytest
 
 from kernel.config import Config, load_config
 from kernel.errors import ConfigInvalid, MemCastleError
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 TOKEN = "0123456789abcdef-secret"
 PASSWORD = "hunter2-remote-password"

@@ -8,20 +8,29 @@ start a daemon of their own. Every wait polls a condition with a deadline.
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.daemon import Daemon, wait_for
-from tests.test_events import EventStream, Frame
+from tests.support.daemon import Daemon
+from tests.support.events import EventStream, Frame
+from tests.support.http import (
+    Drawer,
+    Job,
+    assert_error,
+    drawer,
+    get_job,
+    room_count,
+    submit,
+    watch,
+    without_created,
+)
+from tests.support.instants import instant
 
-ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
 FORBIDDEN = "memcastle::mode::forbidden"
 NOT_FOUND = "memcastle::palace::drawer_not_found"
@@ -30,28 +39,6 @@ BUSY = "memcastle::palace::busy"
 READ_ONLY = {"X-MemCastle-Mode": "read_only"}
 DISABLED = {"X-MemCastle-Mode": "disabled"}
 WAIT = 15.0
-
-Drawer = dict[str, Any]
-
-
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    with daemon.client() as opened:
-        yield opened
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    assert body["error"] and body["help"]
-    return body
-
-
-def instant(text: str) -> dt.datetime:
-    assert text.endswith("Z"), text
-    return dt.datetime.fromisoformat(text)
 
 
 def file(
@@ -74,12 +61,6 @@ def supersede(client: httpx.Client, drawer_id: str, **body: Any) -> dict[str, An
     return answer
 
 
-def drawer(client: httpx.Client, drawer_id: str) -> Drawer:
-    response = client.get(f"/api/drawers/{drawer_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def history(client: httpx.Client, drawer_id: str) -> dict[str, Any]:
     response = client.get(f"/api/drawers/{drawer_id}/history")
     assert response.status_code == 200, response.text
@@ -98,16 +79,6 @@ def similar(client: httpx.Client, drawer_id: str) -> list[dict[str, Any]]:
         assert set(link) == {"drawer", "side", "kind", "similarity", "signals", "created_at"}
         assert link["drawer"]["id"] != drawer_id, "a drawer is never linked to itself"
     return answer["similar"]
-
-
-def without_created(answer: Drawer) -> Drawer:
-    return {key: value for key, value in answer.items() if key != "created"}
-
-
-def room_total(client: httpx.Client, wing: str, room: str) -> int:
-    response = client.get(f"/api/wings/{wing}/rooms/{room}")
-    assert response.status_code == 200, response.text
-    return response.json()["counts"]["drawers"]
 
 
 # Superseding.
@@ -190,7 +161,7 @@ def test_supersede_without_content_invalidates(
     assert closed["tags"] == old["tags"] == []
     assert closed["content"] == old["content"]
     assert drawer(client, old["id"]) == closed
-    assert room_total(client, wing_name, "r") == 1
+    assert room_count(client, wing_name, "r") == 1
 
     only = history(client, old["id"])
     assert only["versions"] == [closed]
@@ -231,7 +202,7 @@ def test_a_closed_drawer_cannot_be_superseded_again(client: httpx.Client, wing_n
     # Nothing changed: the chain is the same and nothing new was filed.
     assert history(client, replacement["id"])["versions"] == chain_before["versions"]
     assert drawer(client, invalidated["id"]) == invalidated_before
-    assert room_total(client, wing_name, "r") == 3
+    assert room_count(client, wing_name, "r") == 3
 
 
 def test_concurrent_supersedes_close_a_drawer_once(daemon: Daemon, wing_name: str) -> None:
@@ -261,7 +232,7 @@ def test_concurrent_supersedes_close_a_drawer_once(daemon: Daemon, wing_name: st
             "first come, first served",
             f"winner {winner}",
         ]
-        assert room_total(client, wing_name, "r") == 2
+        assert room_count(client, wing_name, "r") == 2
 
 
 @pytest.mark.parametrize(
@@ -288,7 +259,7 @@ def test_supersede_input_is_validated(
     )
     assert refused["error"].startswith(f"`{field}`"), refused
     assert drawer(client, old["id"]) == without_created(old)
-    assert room_total(client, wing_name, "r") == 1
+    assert room_count(client, wing_name, "r") == 1
 
 
 def test_malformed_and_unknown_ids(client: httpx.Client) -> None:
@@ -388,7 +359,7 @@ def test_an_exact_unnamed_copy_is_not_stored_again(client: httpx.Client, wing_na
     original = file(client, wing_name, "r", "Backups run at 02:00 UTC.", tags=["ops"])
     again = file(client, wing_name, "r", "Backups run at 02:00 UTC.", status=200, tags=["other"])
     assert without_created(again) == without_created(original)
-    assert room_total(client, wing_name, "r") == 1
+    assert room_count(client, wing_name, "r") == 1
     assert similar(client, original["id"]) == []
 
     # An exact copy in another room of the same wing is another room's business.
@@ -408,7 +379,7 @@ def test_an_unnamed_copy_of_a_named_drawer_answers_the_named_one(
         client, wing_name, "r", "Releases are tagged vX.Y.Z.", status=200, name="release"
     )
     assert same_name["id"] == named["id"]
-    assert room_total(client, wing_name, "r") == 1
+    assert room_count(client, wing_name, "r") == 1
 
 
 def test_a_case_and_punctuation_variant_is_linked_as_normalized(
@@ -419,7 +390,7 @@ def test_a_case_and_punctuation_variant_is_linked_as_normalized(
     assert newer["id"] != older["id"]
     assert newer["fingerprint"] == older["fingerprint"]
     assert newer["content_hash"] != older["content_hash"]
-    assert room_total(client, wing_name, "r") == 2
+    assert room_count(client, wing_name, "r") == 2
 
     [link] = similar(client, newer["id"])
     assert link["drawer"] == drawer(client, older["id"])
@@ -466,7 +437,7 @@ def test_a_typo_variant_is_linked_as_near(client: httpx.Client, wing_name: str) 
     # Far below the threshold: stored, and linked to nothing.
     other = file(client, wing_name, "r", "We deploy the frontend on Tuesdays before noon.")
     assert similar(client, other["id"]) == []
-    assert room_total(client, wing_name, "r") == 3
+    assert room_count(client, wing_name, "r") == 3
 
 
 def test_a_near_copy_edited_near_its_start_is_linked(client: httpx.Client, wing_name: str) -> None:
@@ -488,7 +459,7 @@ def test_a_near_copy_edited_at_both_ends_is_not_linked(
     newer = file(client, wing_name, "r", "Always run the formater before comitting.")
     assert similar(client, newer["id"]) == []
     assert similar(client, older["id"]) == []
-    assert room_total(client, wing_name, "r") == 2
+    assert room_count(client, wing_name, "r") == 2
 
 
 def test_short_texts_are_only_exact_or_normalized_copies(
@@ -554,7 +525,7 @@ def test_closed_drawers_are_not_copy_candidates(client: httpx.Client, wing_name:
     assert [link["drawer"]["content"] for link in similar(client, variant["id"])] == [
         "The build server is called Jenkins-01."
     ], "only the current copy filed above is a candidate"
-    assert room_total(client, wing_name, "r") == 6
+    assert room_count(client, wing_name, "r") == 6
 
 
 def test_a_replacement_is_checked_for_copies_like_any_write(
@@ -596,7 +567,7 @@ def test_without_dedup_copies_are_stored_and_nothing_is_linked(fresh_daemon: Dae
         named = file(client, wing, "r", "Exactly the same words.", name="named")
         ids = [first["id"], second["id"], variant["id"], typo["id"], named["id"]]
         assert len(set(ids)) == 5
-        assert room_total(client, wing, "r") == 5
+        assert room_count(client, wing, "r") == 5
         for drawer_id in ids:
             assert similar(client, drawer_id) == []
         # A named drawer is still the same drawer when filed again under its name.
@@ -674,7 +645,7 @@ def test_read_only_and_disabled_refuse_corrections_and_change_nothing(
         )
     assert drawer(client, old["id"]) == without_created(old)
     assert history(client, old["id"])["versions"] == [without_created(old)]
-    assert room_total(client, wing_name, "r") == 1
+    assert room_count(client, wing_name, "r") == 1
 
     bogus = assert_error(
         client.post(
@@ -711,18 +682,6 @@ def test_history_and_duplicates_are_reads(client: httpx.Client, wing_name: str) 
 
 
 # Events.
-
-
-@pytest.fixture
-def stream(daemon: Daemon) -> Iterator[EventStream]:
-    opened = EventStream(daemon)
-    try:
-        assert opened.response.status_code == 200
-        first = opened.next()
-        assert isinstance(first, Frame) and first.event == "open", first
-        yield opened
-    finally:
-        opened.close()
 
 
 def wait_drawer_frame(stream: EventStream, drawer_id: str, action: str) -> Frame:
@@ -782,37 +741,10 @@ def test_corrections_publish_drawer_events(
 # Deletes while a job that writes to the palace is pending.
 
 
-class JobClient:
-    def __init__(self, client: httpx.Client) -> None:
-        self.client = client
-
-    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.client.post("/api/jobs", json=body)
-        assert response.status_code == 201, response.text
-        return response.json()
-
-    def get(self, job_id: str) -> dict[str, Any]:
-        response = self.client.get(f"/api/jobs/{job_id}")
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def act(self, job_id: str, action: str) -> dict[str, Any]:
-        response = self.client.post(f"/api/jobs/{job_id}/{action}")
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def wait(self, job_id: str, predicate, what: str) -> dict[str, Any]:
-        seen: list[dict[str, Any]] = []
-
-        def check() -> dict[str, Any] | None:
-            job = self.get(job_id)
-            seen[:] = [job]
-            return job if predicate(job) else None
-
-        try:
-            return wait_for(check, timeout=WAIT, what=what)
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}; the job was last seen as {seen}") from None
+def act(client: httpx.Client, job_id: str, action: str) -> Job:
+    response = client.post(f"/api/jobs/{job_id}/{action}")
+    assert response.status_code == 200, response.text
+    return response.json()
 
 
 def test_deletes_wait_for_jobs_that_write_to_the_palace(fresh_daemon: Daemon) -> None:
@@ -820,24 +752,25 @@ def test_deletes_wait_for_jobs_that_write_to_the_palace(fresh_daemon: Daemon) ->
     fresh_daemon.start()
     wing = "busy"
     with fresh_daemon.client() as client:
-        jobs = JobClient(client)
         for room in ("r1", "r2", "r3"):
             file(client, wing, room, f"a drawer in {room}")
 
         # The one worker is busy for a long while, so whatever is submitted next stays queued.
-        long_demo = jobs.submit({"type": "demo", "steps": 1000, "step_ms": 50})
-        jobs.wait(
+        long_demo = submit(client, {"type": "demo", "steps": 1000, "step_ms": 50})
+        watch(
+            client,
             long_demo["id"],
             lambda job: job["status"] == "running" and "total" in job["progress"],
             "the long demo to run",
+            timeout=WAIT,
         )
-        queued_demo = jobs.submit({"type": "demo", "steps": 1, "step_ms": 0})
-        dry_run = jobs.submit({"type": "repair"})
+        queued_demo = submit(client, {"type": "demo", "steps": 1, "step_ms": 0})
+        dry_run = submit(client, {"type": "repair"})
         assert dry_run["kind"] == {"type": "repair", "dry_run": True}
 
         # Demos and a dry-run repair write nothing to the palace: deletes go ahead.
-        assert jobs.get(queued_demo["id"])["status"] == "queued"
-        assert jobs.get(dry_run["id"])["status"] == "queued"
+        assert get_job(client, queued_demo["id"])["status"] == "queued"
+        assert get_job(client, dry_run["id"])["status"] == "queued"
         deleted = client.delete(f"/api/wings/{wing}/rooms/r3")
         assert deleted.status_code == 200, deleted.text
         assert deleted.json() == {"wings": 0, "rooms": 1, "drawers": 1}
@@ -846,14 +779,15 @@ def test_deletes_wait_for_jobs_that_write_to_the_palace(fresh_daemon: Daemon) ->
         assert before["counts"] == {"rooms": 2, "drawers": 2}
 
         # An applying repair holds deletes off while it is queued ...
-        applying = jobs.submit({"type": "repair", "dry_run": False})
-        assert jobs.get(applying["id"])["status"] == "queued"
+        applying = submit(client, {"type": "repair", "dry_run": False})
+        assert get_job(client, applying["id"])["status"] == "queued"
         refused = assert_error(client.delete(f"/api/wings/{wing}"), 409, BUSY)
         assert "repair" in refused["error"]
-        assert jobs.act(applying["id"], "cancel")["status"] == "cancelled"
+        assert act(client, applying["id"], "cancel")["status"] == "cancelled"
 
         # ... and so does a checkpoint.
-        checkpoint = jobs.submit(
+        checkpoint = submit(
+            client,
             {
                 "type": "checkpoint",
                 "payload": {
@@ -866,22 +800,24 @@ def test_deletes_wait_for_jobs_that_write_to_the_palace(fresh_daemon: Daemon) ->
                         }
                     ]
                 },
-            }
+            },
         )
-        assert jobs.get(checkpoint["id"])["status"] == "queued"
+        assert get_job(client, checkpoint["id"])["status"] == "queued"
         for path in (f"/api/wings/{wing}", f"/api/wings/{wing}/rooms/r1"):
             refused = assert_error(client.delete(path), 409, BUSY)
             assert "checkpoint" in refused["error"]
         assert client.get(f"/api/wings/{wing}").json() == before
-        assert room_total(client, wing, "r1") == 1
+        assert room_count(client, wing, "r1") == 1
 
         # Once the worker is free the checkpoint runs, and then the delete goes ahead, with the
         # drawer the checkpoint filed.
-        jobs.act(long_demo["id"], "force-cancel")
-        done = jobs.wait(
+        act(client, long_demo["id"], "force-cancel")
+        done = watch(
+            client,
             checkpoint["id"],
             lambda job: job["status"] in ("completed", "failed", "cancelled"),
             "the checkpoint to end",
+            timeout=WAIT,
         )
         assert done["status"] == "completed", done
         assert done["result"] == {"items": 1, "duplicates": 0}
@@ -891,4 +827,10 @@ def test_deletes_wait_for_jobs_that_write_to_the_palace(fresh_daemon: Daemon) ->
         assert deleted.json() == {"wings": 1, "rooms": 3, "drawers": 3}
         assert_error(client.get(f"/api/wings/{wing}"), 404, "memcastle::palace::wing_not_found")
         for job in (queued_demo, dry_run):
-            jobs.wait(job["id"], lambda job: job["status"] == "completed", "the job to complete")
+            watch(
+                client,
+                job["id"],
+                lambda job: job["status"] == "completed",
+                "the job to complete",
+                timeout=WAIT,
+            )

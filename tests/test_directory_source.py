@@ -20,29 +20,14 @@ import pytest
 from kernel.errors import InputInvalid
 from sources.adapters import Candidate, CursorInvalid, RawDocument, check_options, describe
 from sources.directory import SKIPPED_DIRECTORIES, DirectoryAdapter, parse_since
+from tests.support.files import BASE_NS, SECOND, write
 
 MAX = 1000
-# 2026-01-01T00:00:00Z, and one second apart after it.
-BASE_NS = 1_767_225_600 * 1_000_000_000
-SECOND = 1_000_000_000
 
 
 @pytest.fixture
 def adapter() -> DirectoryAdapter:
     return DirectoryAdapter(max_file_bytes=MAX)
-
-
-def write(
-    root: Path, relative: str, content: str | bytes = "text\n", mtime_ns: int = BASE_NS
-) -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    os.utime(path, ns=(mtime_ns, mtime_ns))
-    return path
 
 
 def ns(text: str) -> int:

@@ -16,23 +16,21 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.embed_stub import stub_argv, stub_calls
+from tests.support.http import TERMINAL, Job, assert_error, submit, wait_job, watch
 from tests.support.openapi import openapi_document
-from tests.test_embeddings import stub_argv, stub_calls
+from tests.support.waits import wait_for
 
 INVALID = "memcastle::input::invalid"
 NOT_CONFIGURED = "memcastle::embed::not_configured"
-TERMINAL = ("completed", "failed", "cancelled")
 WAIT = 30.0
-ERROR_KEYS = {"error", "code", "help"}
 EXTERNAL_PROVENANCE = {
     "provider": "external",
     "model": "their-model",
     "dimensions": 3,
     "pipeline": "external: vectors supplied by callers; l2",
 }
-
-Job = dict[str, Any]
 
 
 def profiles_toml(directory: Path, mode: str = "good", delay: float = 0.0) -> str:
@@ -65,15 +63,6 @@ def embedding_daemon(
     return daemon
 
 
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    assert body["error"] and body["help"]
-    return body
-
-
 def new_drawer(client: httpx.Client, wing: str, content: str) -> dict[str, Any]:
     response = client.post(f"/api/wings/{wing}/rooms/notes/drawers", json={"content": content})
     assert response.status_code == 201, response.text
@@ -82,32 +71,6 @@ def new_drawer(client: httpx.Client, wing: str, content: str) -> dict[str, Any]:
 
 def put(client: httpx.Client, drawer_id: str, body: Any, **headers: str) -> httpx.Response:
     return client.put(f"/api/drawers/{drawer_id}/embedding", json=body, headers=headers)
-
-
-def submit(client: httpx.Client, body: dict[str, Any]) -> Job:
-    response = client.post("/api/jobs", json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def get_job(client: httpx.Client, job_id: str) -> Job:
-    response = client.get(f"/api/jobs/{job_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def watch(client: httpx.Client, job_id: str, condition: Callable[[Job], bool], what: str) -> Job:
-    return wait_for(
-        lambda: job if condition(job := get_job(client, job_id)) else None,
-        timeout=WAIT,
-        what=what,
-    )
-
-
-def wait_job(client: httpx.Client, job_id: str, status: str = "completed") -> Job:
-    job = watch(client, job_id, lambda job: job["status"] in (*TERMINAL, status), "the job")
-    assert job["status"] == status, job
-    return job
 
 
 def embed_jobs(client: httpx.Client, status: str | None = None) -> list[Job]:
@@ -286,12 +249,18 @@ def test_writes_queue_one_embed_job_and_a_job_by_hand_embeds_oldest_first(
     with fresh_daemon.client() as client:
         # At start-up: one automatic job, with nothing to embed yet.
         (startup,) = wait_for(lambda: embed_jobs(client), timeout=WAIT, what="a start-up job")
-        startup = wait_job(client, startup["id"])
+        startup = wait_job(client, startup["id"], timeout=WAIT)
         assert startup["requested_by"] == "auto" and startup["priority"] == 25
         assert startup["result"] == {"embedded": 0, "profile": "stub"}
         # A long demo job holds the only job slot, so automatic jobs wait in the queue.
         blocker = submit(client, {"type": "demo", "steps": 1000, "step_ms": 50})
-        watch(client, blocker["id"], lambda job: job["status"] == "running", "the demo to run")
+        watch(
+            client,
+            blocker["id"],
+            lambda job: job["status"] == "running",
+            "the demo to run",
+            timeout=WAIT,
+        )
         contents = {"w": [f"wing w memory {n}" for n in range(3)], "v": ["v one", "v two"]}
         for wing, texts in contents.items():
             for text in texts:
@@ -314,7 +283,7 @@ def test_writes_queue_one_embed_job_and_a_job_by_hand_embeds_oldest_first(
         assert by_hand["kind"] == {"type": "embed", "wing": "w"}
         assert (by_hand["priority"], by_hand["requested_by"]) == (25, "http")
         client.post(f"/api/jobs/{blocker['id']}/cancel")
-        done = wait_job(client, by_hand["id"])
+        done = wait_job(client, by_hand["id"], timeout=WAIT)
         assert done["result"] == {"embedded": 3, "profile": "stub"}
         assert done["progress"] == {"current": 3, "total": 3, "message": "done"}
         # Oldest first, in batches of the profile's batch_size (2), with the model and size.
@@ -325,10 +294,10 @@ def test_writes_queue_one_embed_job_and_a_job_by_hand_embeds_oldest_first(
         assert all(call["memcastle_env"] == [] for call in calls)
 
         # The database is the cursor: the next job embeds only what is still missing.
-        rest = wait_job(client, submit(client, {"type": "embed"})["id"])
+        rest = wait_job(client, submit(client, {"type": "embed"})["id"], timeout=WAIT)
         assert rest["result"] == {"embedded": 2, "profile": "stub"}
         assert [call["texts"] for call in stub_calls(stub)[2:]] == [contents["v"]]
-        nothing = wait_job(client, submit(client, {"type": "embed"})["id"])
+        nothing = wait_job(client, submit(client, {"type": "embed"})["id"], timeout=WAIT)
         assert nothing["result"] == {"embedded": 0, "profile": "stub"}
         assert nothing["progress"]["message"] == "nothing left to embed"
         assert len(stub_calls(stub)) == 3
@@ -373,6 +342,7 @@ def test_an_embed_job_killed_mid_way_resumes_and_embeds_everything_once(
             job["id"],
             lambda job: job["progress"]["current"] >= 4 or job["status"] in TERMINAL,
             "two batches to be saved",
+            timeout=WAIT,
         )
     fresh_daemon.kill()
     assert seen["status"] == "running", "the job ended before the kill"
@@ -382,7 +352,7 @@ def test_an_embed_job_killed_mid_way_resumes_and_embeds_everything_once(
     log_before = len(fresh_daemon.log())
     fresh_daemon.start()
     with fresh_daemon.client() as client:
-        done = wait_job(client, job["id"])
+        done = wait_job(client, job["id"], timeout=WAIT)
         assert f"job recovered job_id={job['id']} status=queued" in fresh_daemon.log()[log_before:]
         assert done["attempt"] == 2 and done["recovery_attempts"] == 1
         # The recovered job was waiting: the start-up sweep queued no other.
@@ -394,7 +364,7 @@ def test_an_embed_job_killed_mid_way_resumes_and_embeds_everything_once(
         assert sorted(set(embedded)) == sorted(texts)
         # Only the batch in flight at the kill can have been asked for twice.
         assert len(embedded) - len(set(embedded)) <= 2
-        again = wait_job(client, submit(client, {"type": "embed"})["id"])
+        again = wait_job(client, submit(client, {"type": "embed"})["id"], timeout=WAIT)
         assert again["result"] == {"embedded": 0, "profile": "stub"}
 
 
@@ -402,7 +372,7 @@ def test_a_failing_provider_fails_the_automatic_job(own: Callable[..., Daemon]) 
     fresh_daemon = own("stub", mode="fail").start()
     with fresh_daemon.client() as client:
         (startup,) = wait_for(lambda: embed_jobs(client), timeout=WAIT, what="a start-up job")
-        wait_job(client, startup["id"])
+        wait_job(client, startup["id"], timeout=WAIT)
         new_drawer(client, "failing", "the provider cannot read this")
         failed = wait_for(
             lambda: embed_jobs(client, "failed"), timeout=WAIT, what="the embed job to fail"

@@ -8,145 +8,23 @@ so frames are always picked out by the ids a test created.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import queue
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from kernel.events import RESYNC, Event, EventBus
 from memcastle_project.serving import SHUTDOWN_GRACE_SECS
-from tests.daemon import Daemon
+from tests.support.auth import AUTH_ENV, SECRET
+from tests.support.daemon import Daemon
+from tests.support.events import Comment, EventStream, Frame, expect_open
+from tests.support.http import assert_error
 
 WAIT = 15.0
-SECRET = "s3cret-0123456789-abcdefghijklmn"
-AUTH_ENV = {"MEMCASTLE_AUTH_ENABLED": "true", "MEMCASTLE_AUTH_TOKEN": SECRET}
-ERROR_KEYS = {"error", "code", "help"}
 JOB_KEYS = {"kind", "action", "id", "job_kind", "status"}
-
-
-# A small SSE reader.
-
-
-@dataclass(frozen=True)
-class Frame:
-    """One dispatched event: its name, its data parsed as JSON, and the data text as sent."""
-
-    event: str
-    data: Any
-    raw: str
-
-
-@dataclass(frozen=True)
-class Comment:
-    """A comment line (`: text`), without the colon and the one space after it."""
-
-    text: str
-
-
-class EventStream:
-    """An open `GET /api/events`, read line by line on a background thread into a queue.
-
-    Everything read is also kept in `history`, in arrival order. `ended` is set when the
-    response body ends; `error` then holds what ended it, if it did not end cleanly.
-    """
-
-    def __init__(self, daemon: Daemon, headers: dict[str, str] | None = None) -> None:
-        self.client = daemon.client(**(headers or {}))
-        self._context = self.client.stream("GET", "/api/events")
-        self.response = self._context.__enter__()
-        self.items: queue.Queue[Frame | Comment] = queue.Queue()
-        self.history: list[Frame | Comment] = []
-        self.ended = threading.Event()
-        self.ended_at: float | None = None
-        self.error: BaseException | None = None
-        self._closing = False
-        self._thread = threading.Thread(target=self._read, name="sse-reader", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        event: str | None = None
-        data: list[str] = []
-        try:
-            for line in self.response.iter_lines():
-                if line == "":
-                    if data:
-                        text = "\n".join(data)
-                        self.items.put(Frame(event or "message", json.loads(text), text))
-                    event, data = None, []
-                elif line.startswith(":"):
-                    self.items.put(Comment(line[1:].removeprefix(" ")))
-                else:
-                    name, _, value = line.partition(":")
-                    value = value.removeprefix(" ")
-                    if name == "event":
-                        event = value
-                    elif name == "data":
-                        data.append(value)
-        except BaseException as error:  # reported to the test, never swallowed
-            if not self._closing:
-                self.error = error
-        finally:
-            self.ended_at = time.monotonic()
-            self.ended.set()
-
-    def next(self, timeout: float = WAIT) -> Frame | Comment:
-        try:
-            item = self.items.get(timeout=timeout)
-        except queue.Empty:
-            detail = f" (the stream ended: {self.error!r})" if self.ended.is_set() else ""
-            raise TimeoutError(f"no frame within {timeout}s{detail}") from None
-        self.history.append(item)
-        return item
-
-    def wait(
-        self, match: Callable[[Frame | Comment], bool], *, what: str, timeout: float = WAIT
-    ) -> Frame | Comment:
-        """Read until an item matches; the items passed over stay in `history`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-            try:
-                item = self.next(remaining)
-            except TimeoutError as error:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {what}") from error
-            if match(item):
-                return item
-
-    def frames(self, event: str | None = None, **data: Any) -> list[Frame]:
-        """The frames read so far, optionally only those named `event` whose data has `data`."""
-        return [
-            item
-            for item in self.history
-            if isinstance(item, Frame)
-            and (event is None or item.event == event)
-            and all(item.data.get(key) == value for key, value in data.items())
-        ]
-
-    def close(self) -> None:
-        """Stop reading: shut the socket down (which wakes a blocked read), then close."""
-        self._closing = True
-        network = self.response.extensions.get("network_stream")
-        sock = network.get_extra_info("socket") if network is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-        self._thread.join(WAIT)
-        assert not self._thread.is_alive(), "the SSE reader thread did not stop"
-        try:
-            self._context.__exit__(None, None, None)
-        finally:
-            self.client.close()
 
 
 @pytest.fixture
@@ -167,25 +45,6 @@ def open_stream() -> Iterator[Callable[..., EventStream]]:
 
 def is_open_frame(item: Frame | Comment) -> bool:
     return isinstance(item, Frame) and item.event == "open"
-
-
-def expect_open(stream: EventStream) -> Frame:
-    """The first frame, which must be `open`."""
-    first = stream.next()
-    assert isinstance(first, Frame), first
-    assert first.event == "open", first
-    assert set(first.data) == {"kind", "keepalive_secs"}, first.data
-    assert first.data["kind"] == "open"
-    return first
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code
-    assert body["error"] and body["help"]
-    return body
 
 
 # The EventBus on its own.

@@ -10,19 +10,18 @@ whole palace, so each test names its own (a random suffix). Every wait polls wit
 from __future__ import annotations
 
 import datetime as dt
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from jobs.replay import unit_id
-from tests.daemon import Daemon
-from tests.test_events import EventStream, Frame, expect_open
+from tests.support.daemon import Daemon
+from tests.support.events import EventStream, Frame, expect_open
+from tests.support.http import assert_error, wait_job
 
-ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
 FORBIDDEN = "memcastle::mode::forbidden"
 ENTITY_NOT_FOUND = "memcastle::graph::entity_not_found"
@@ -31,15 +30,7 @@ EMPTY_LABEL = "memcastle::graph::empty_label"
 DRAWER_NOT_FOUND = "memcastle::palace::drawer_not_found"
 READ_ONLY = {"X-MemCastle-Mode": "read_only"}
 DISABLED = {"X-MemCastle-Mode": "disabled"}
-TERMINAL = ("completed", "failed", "cancelled")
-WAIT = 30.0
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
-
-
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    with daemon.client() as opened:
-        yield opened
 
 
 @pytest.fixture
@@ -48,29 +39,9 @@ def tag() -> str:
     return uuid.uuid4().hex[:10]
 
 
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    return body
-
-
 def ok(response: httpx.Response, status: int = 200) -> Any:
     assert response.status_code == status, response.text
     return response.json()
-
-
-def wait_job(client: httpx.Client, job_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT
-    while True:
-        job = ok(client.get(f"/api/jobs/{job_id}"))
-        if job["status"] in TERMINAL:
-            assert job["status"] == "completed", job
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} did not end: {job}")
-        time.sleep(0.02)
 
 
 def checkpoint(client: httpx.Client, wing: str, *facts: dict[str, Any]) -> dict[str, Any]:
@@ -313,7 +284,9 @@ def test_a_blank_label_is_refused_at_submission(client: httpx.Client, wing_name:
             "fact": fact,
         }
         body = {"type": "checkpoint", "payload": {"items": [item]}}
-        refused = assert_error(client.post("/api/jobs", json=body), 400, EMPTY_LABEL)
+        refused = assert_error(
+            client.post("/api/jobs", json=body), 400, EMPTY_LABEL, explained=False
+        )
         assert refused["error"].startswith("`payload` item 0: `fact."), refused
 
 
@@ -423,7 +396,7 @@ def test_entity_listing(client: httpx.Client, wing_name: str, tag: str) -> None:
     assert len(one["entities"]) == 1 and one["limit"] == 1
     assert ok(client.get("/api/entities", params={"limit": 0}))["limit"] == 50
     assert ok(client.get("/api/entities", params={"limit": 500}))["limit"] == 200
-    assert_error(client.get("/api/entities", params={"limit": -1}), 400, INVALID)
+    assert_error(client.get("/api/entities", params={"limit": -1}), 400, INVALID, explained=False)
 
 
 def test_graph_overview_and_neighbourhood(client: httpx.Client, wing_name: str, tag: str) -> None:
@@ -444,36 +417,54 @@ def test_graph_overview_and_neighbourhood(client: httpx.Client, wing_name: str, 
     overview = ok(client.get("/api/graph"))
     assert set(overview["counts"]) == {"entities", "relationships", "mentions", "fact_links"}
     assert overview["counts"]["relationships"] >= 2
-    assert_error(client.get("/api/graph", params={"entity": start["id"], "depth": 4}), 400, INVALID)
-    assert_error(client.get("/api/graph", params={"entity": UNKNOWN}), 404, ENTITY_NOT_FOUND)
+    assert_error(
+        client.get("/api/graph", params={"entity": start["id"], "depth": 4}),
+        400,
+        INVALID,
+        explained=False,
+    )
+    assert_error(
+        client.get("/api/graph", params={"entity": UNKNOWN}), 404, ENTITY_NOT_FOUND, explained=False
+    )
 
 
 def test_refusals_carry_their_codes(client: httpx.Client, wing_name: str) -> None:
     for route in ("", "/relationships", "/mentions", "/candidates"):
-        assert_error(client.get(f"/api/entities/{UNKNOWN}{route}"), 404, ENTITY_NOT_FOUND)
-        assert_error(client.get(f"/api/entities/not-a-uuid{route}"), 400, INVALID)
+        assert_error(
+            client.get(f"/api/entities/{UNKNOWN}{route}"), 404, ENTITY_NOT_FOUND, explained=False
+        )
+        assert_error(client.get(f"/api/entities/not-a-uuid{route}"), 400, INVALID, explained=False)
     assert_error(
-        client.post(f"/api/entities/{UNKNOWN}/aliases", json={"alias": "x"}), 404, ENTITY_NOT_FOUND
+        client.post(f"/api/entities/{UNKNOWN}/aliases", json={"alias": "x"}),
+        404,
+        ENTITY_NOT_FOUND,
+        explained=False,
     )
-    assert_error(client.get(f"/api/relationships/{UNKNOWN}/history"), 404, RELATIONSHIP_NOT_FOUND)
-    assert_error(mention(client, UNKNOWN, "x", "tool"), 404, DRAWER_NOT_FOUND)
+    assert_error(
+        client.get(f"/api/relationships/{UNKNOWN}/history"),
+        404,
+        RELATIONSHIP_NOT_FOUND,
+        explained=False,
+    )
+    assert_error(mention(client, UNKNOWN, "x", "tool"), 404, DRAWER_NOT_FOUND, explained=False)
     drawer = file_drawer(client, wing_name, "refusals")["id"]
-    assert_error(mention(client, drawer, "x", "  "), 400, EMPTY_LABEL)
-    assert_error(mention(client, drawer, " ", "tool"), 400, INVALID)
+    assert_error(mention(client, drawer, "x", "  "), 400, EMPTY_LABEL, explained=False)
+    assert_error(mention(client, drawer, " ", "tool"), 400, INVALID, explained=False)
     assert_error(
         client.post(f"/api/drawers/{drawer}/mentions", json={"name": "x", "kind": "t", "y": 1}),
         400,
         INVALID,
+        explained=False,
     )
     entity = ok(mention(client, drawer, "Refusal entity", "tool"), 201)["entity"]
     both = client.get(
         f"/api/entities/{entity['id']}/relationships",
         params={"include_expired": "true", "as_of": "2026-01-01"},
     )
-    message = assert_error(both, 400, INVALID)["error"]
+    message = assert_error(both, 400, INVALID, explained=False)["error"]
     assert "as_of" in message and "include_expired" in message
     bad_instant = client.get(f"/api/entities/{entity['id']}/relationships", params={"as_of": "x"})
-    assert "`as_of`" in assert_error(bad_instant, 400, INVALID)["error"]
+    assert "`as_of`" in assert_error(bad_instant, 400, INVALID, explained=False)["error"]
 
 
 def test_memory_modes(client: httpx.Client, wing_name: str, tag: str) -> None:
@@ -495,13 +486,18 @@ def test_memory_modes(client: httpx.Client, wing_name: str, tag: str) -> None:
     ]
     for route in reads:
         ok(client.get(route, headers=READ_ONLY))
-        assert_error(client.get(route, headers=DISABLED), 403, FORBIDDEN)
+        assert_error(client.get(route, headers=DISABLED), 403, FORBIDDEN, explained=False)
     for headers in (READ_ONLY, DISABLED):
-        assert_error(mention(client, drawer, f"Other {tag}", "tool", **headers), 403, FORBIDDEN)
+        assert_error(
+            mention(client, drawer, f"Other {tag}", "tool", **headers),
+            403,
+            FORBIDDEN,
+            explained=False,
+        )
         aliased = client.post(
             f"/api/entities/{entity['id']}/aliases", json={"alias": "m"}, headers=headers
         )
-        assert_error(aliased, 403, FORBIDDEN)
+        assert_error(aliased, 403, FORBIDDEN, explained=False)
     assert find_entity(client, entity["name"])["aliases"] == []
 
 

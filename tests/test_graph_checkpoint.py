@@ -9,23 +9,17 @@ from typing import Any
 import pytest
 
 from jobs.repository import JobRepository
-from kernel.config import load_config
 from kernel.context import RequestContext
 from kernel.errors import StoreFailed
 from kernel.store import Store
-from memcastle_project.composition import Services, compose
+from memcastle_project.composition import Services
 from palace import checkpoint
 
 # The facts sit in the second (last) chunk, the one replayed.
 FILLER = checkpoint.CHUNK + 5
 
 
-@pytest.fixture
-def daemon(store: Store) -> Services:
-    return compose(load_config(env={}), store)
-
-
-def submit(daemon: Services, facts: list[dict[str, Any]], label: str) -> str:
+def submit(services: Services, facts: list[dict[str, Any]], label: str) -> str:
     items: list[dict[str, Any]] = [
         {"content": f"{label} filler {n}", "destination": "project", "wing": "w", "tags": []}
         for n in range(FILLER)
@@ -40,7 +34,7 @@ def submit(daemon: Services, facts: list[dict[str, Any]], label: str) -> str:
         }
         for n, fact in enumerate(facts)
     ]
-    job = daemon.jobs.submit(
+    job = services.jobs.submit(
         RequestContext.build(requested_by="http"),
         {"type": "checkpoint", "payload": {"items": items}},
     )
@@ -55,11 +49,11 @@ def graph_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
 
 
 def test_a_replayed_chunk_applies_its_facts_once(
-    daemon: Services, store: Store, monkeypatch: pytest.MonkeyPatch
+    services: Services, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A first job asserts what the second corrects.
     first = submit(
-        daemon,
+        services,
         [
             {"op": "add", "subject": "api", "predicate": "hosted_on", "object": "fly"},
             {"op": "add", "subject": "db", "predicate": "hosted_on", "object": "rds"},
@@ -67,13 +61,13 @@ def test_a_replayed_chunk_applies_its_facts_once(
         ],
         "first",
     )
-    daemon.executor.execute(first)
+    services.executor.execute(first)
     by_object = {
-        daemon.entities.entity(row["out"])["name"]: row["id"]
+        services.entities.entity(row["out"])["name"]: row["id"]
         for row in store.one("SELECT * FROM relates_to")
     }
     second = submit(
-        daemon,
+        services,
         [
             {"op": "supersede", "relationship_id": by_object["fly"], "to": "hetzner"},
             {"op": "invalidate", "relationship_id": by_object["rds"], "reason": "gone"},
@@ -99,17 +93,17 @@ def test_a_replayed_chunk_applies_its_facts_once(
         return write(repository, job, owner, changes)
 
     monkeypatch.setattr(JobRepository, "fenced_update", lose_the_end_state)
-    daemon.executor.execute(second)
-    row = daemon.jobs.record(second)
+    services.executor.execute(second)
+    row = services.jobs.record(second)
     assert row is not None and row["status"] == "running"
     applied = graph_rows(store)
     assert len(applied["relates_to"]) == 5
     assert len(applied["fact_link"]) == 3
 
     monkeypatch.setattr(JobRepository, "fenced_update", write)
-    daemon.executor.start_up()
-    daemon.executor.execute(second)
-    row = daemon.jobs.record(second)
+    services.executor.start_up()
+    services.executor.execute(second)
+    row = services.jobs.record(second)
     assert row is not None and row["status"] == "completed"
     assert row["attempt"] == 2
     assert row["result"] == {"items": FILLER + 4, "duplicates": 0}

@@ -23,7 +23,9 @@ from palace.search import expansion
 from palace.search.expansion import Related, held, rank_related
 from palace.search.query import to_ns
 from palace.search.scope import OPEN
-from tests.search_palace import STANDIN, Clock, SearchPalace, instant, rfc3339
+from tests.support.clock import Clock
+from tests.support.instants import rfc3339
+from tests.support.search_palace import STANDIN, SearchPalace, instant
 
 NOW = instant(400)
 MICRO = dt.timedelta(microseconds=1)

@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon
-
-Json = dict[str, Any]
-TERMINAL = ("completed", "failed", "cancelled")
+from tests.support.daemon import Daemon
+from tests.support.http import Json, submit, wait_job
+from tests.support.instants import rfc3339
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +33,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def client(served: Daemon) -> Iterator[httpx.Client]:
     with served.client() as opened:
         yield opened
-
-
-@pytest.fixture
-def wing() -> str:
-    return f"wing-{uuid.uuid4().hex[:12]}"
 
 
 def file(client: httpx.Client, wing: str, room: str, content: str) -> Json:
@@ -65,17 +59,9 @@ def checkpoint(client: httpx.Client, wing: str, fact: Json) -> Json:
         "content": f"fact {uuid.uuid4().hex}: {fact}",
         "fact": fact,
     }
-    response = client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": [item]}})
-    assert response.status_code == 201, response.text
-    job_id = response.json()["id"]
-    deadline = time.monotonic() + 30
-    while True:
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] in TERMINAL:
-            break
-        assert time.monotonic() < deadline, job
-        time.sleep(0.02)
-    assert job["status"] == "completed", job
+    job = wait_job(
+        client, submit(client, {"type": "checkpoint", "payload": {"items": [item]}})["id"]
+    )
     assert not job["result"].get("failed"), job
     return job
 
@@ -106,10 +92,6 @@ def ids(hits: list[Json]) -> list[str]:
     return [hit["id"] for hit in hits]
 
 
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
 def fresh_instant(after: dt.datetime | None = None) -> dt.datetime:
     """An instant strictly after everything written so far (and after `after`)."""
     time.sleep(0.002)
@@ -121,16 +103,16 @@ def fresh_instant(after: dt.datetime | None = None) -> dt.datetime:
     return now
 
 
-def test_expansion_appends_drawers_sharing_an_entity(client: httpx.Client, wing: str) -> None:
-    hit = file(client, wing, "people", "Quillon reviews every ledger migration")
-    other = file(client, wing, "people", "her favourite editor is helix")
-    unrelated = file(client, wing, "people", "the coffee machine is broken")
+def test_expansion_appends_drawers_sharing_an_entity(client: httpx.Client, wing_name: str) -> None:
+    hit = file(client, wing_name, "people", "Quillon reviews every ledger migration")
+    other = file(client, wing_name, "people", "her favourite editor is helix")
+    unrelated = file(client, wing_name, "people", "the coffee machine is broken")
     mention(client, hit, "Quillon Varga", "person")
     mention(client, other, "Quillon Varga", "person")
 
-    plain = search(client, q="ledger", wing=wing)
+    plain = search(client, q="ledger", wing=wing_name)
     assert ids(plain) == [hit["id"]]
-    answer = search(client, q="ledger", wing=wing, expand="true")
+    answer = search(client, q="ledger", wing=wing_name, expand="true")
     assert answer[0] == plain[0]
     assert "via" not in answer[0]
     assert ids(answer) == [hit["id"], other["id"]]
@@ -140,21 +122,21 @@ def test_expansion_appends_drawers_sharing_an_entity(client: httpx.Client, wing:
     assert tail["score"] == 1.0
     assert tail["content"] == other["content"]
     assert unrelated["id"] not in ids(answer)
-    body = {"text": "ledger", "filter": {"wing": wing}, "expand": True, "ranking": "lexical"}
+    body = {"text": "ledger", "filter": {"wing": wing_name}, "expand": True, "ranking": "lexical"}
     assert search_body(client, body) == answer
-    assert search(client, q="ledger", wing=wing, expand="false") == plain
+    assert search(client, q="ledger", wing=wing_name, expand="false") == plain
 
 
 def test_a_relationship_hop_is_followed_only_while_it_holds(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
-    hit = file(client, wing, "team", "Brannock owns the settlement service")
-    far = file(client, wing, "vendors", "the terminals come from overseas")
+    hit = file(client, wing_name, "team", "Brannock owns the settlement service")
+    far = file(client, wing_name, "vendors", "the terminals come from overseas")
     person = mention(client, hit, "Brannock Ilse", "person")
     vendor = mention(client, far, "Zentrox Devices", "organization")
     checkpoint(
         client,
-        wing,
+        wing_name,
         {
             "op": "add",
             "subject": {"id": person},
@@ -167,67 +149,71 @@ def test_a_relationship_hop_is_followed_only_while_it_holds(
     held_at = fresh_instant()
 
     reached = [(far["id"], ["Brannock Ilse", "Zentrox Devices"])]
-    answer = search(client, q="settlement", wing=wing, expand="true")
+    answer = search(client, q="settlement", wing=wing_name, expand="true")
     assert related(answer) == reached
     assert answer[1]["signals"] == {"graph": 0.4}
 
     checkpoint(
         client,
-        wing,
+        wing_name,
         {"op": "invalidate", "relationship_id": asserted["id"], "reason": "they parted"},
     )
     [closed] = relationships(client, person, include_expired="true")
     assert closed["valid_to"] is not None
     after = fresh_instant(dt.datetime.fromisoformat(closed["valid_to"].replace("Z", "+00:00")))
 
-    assert related(search(client, q="settlement", wing=wing, expand="true")) == []
+    assert related(search(client, q="settlement", wing=wing_name, expand="true")) == []
     assert (
-        related(search(client, q="settlement", wing=wing, expand="true", as_of=rfc3339(held_at)))
+        related(
+            search(client, q="settlement", wing=wing_name, expand="true", as_of=rfc3339(held_at))
+        )
         == reached
     )
     assert (
-        related(search(client, q="settlement", wing=wing, expand="true", as_of=rfc3339(after)))
+        related(search(client, q="settlement", wing=wing_name, expand="true", as_of=rfc3339(after)))
         == []
     )
     assert (
-        related(search(client, q="settlement", wing=wing, expand="true", include_historical="true"))
+        related(
+            search(client, q="settlement", wing=wing_name, expand="true", include_historical="true")
+        )
         == reached
     )
 
 
-def test_related_drawers_keep_to_the_scope(client: httpx.Client, wing: str) -> None:
-    other_wing = f"{wing}-other"
-    hit = file(client, wing, "db", "the quarrelsome cluster runs postgres")
-    same_room = file(client, wing, "db", "replicas lag at night")
-    other_room = file(client, wing, "ops", "restore drills every month")
+def test_related_drawers_keep_to_the_scope(client: httpx.Client, wing_name: str) -> None:
+    other_wing = f"{wing_name}-other"
+    hit = file(client, wing_name, "db", "the quarrelsome cluster runs postgres")
+    same_room = file(client, wing_name, "db", "replicas lag at night")
+    other_room = file(client, wing_name, "ops", "restore drills every month")
     elsewhere = file(client, other_wing, "db", "a home lab on a shelf")
     for drawer in (hit, same_room, other_room, elsewhere):
-        mention(client, drawer, f"Cluster {wing}")
+        mention(client, drawer, f"Cluster {wing_name}")
 
     def found(**scope: str) -> set[str]:
         hits = search(client, q="quarrelsome", expand="true", **scope)
         return {drawer_id for drawer_id, _ in related(hits)}
 
     assert found() == {same_room["id"], other_room["id"], elsewhere["id"]}
-    assert found(wing=wing) == {same_room["id"], other_room["id"]}
-    assert found(wing=wing, room="db") == {same_room["id"]}
+    assert found(wing=wing_name) == {same_room["id"], other_room["id"]}
+    assert found(wing=wing_name, room="db") == {same_room["id"]}
 
 
-def test_related_drawers_must_be_valid_then(client: httpx.Client, wing: str) -> None:
-    hit = file(client, wing, "db", "the flamboyant primary is in frankfurt")
-    old = file(client, wing, "ops", "backups go to tape")
-    mention(client, hit, f"Primary {wing}")
-    mention(client, old, f"Primary {wing}")
+def test_related_drawers_must_be_valid_then(client: httpx.Client, wing_name: str) -> None:
+    hit = file(client, wing_name, "db", "the flamboyant primary is in frankfurt")
+    old = file(client, wing_name, "ops", "backups go to tape")
+    mention(client, hit, f"Primary {wing_name}")
+    mention(client, old, f"Primary {wing_name}")
     before = fresh_instant()
     response = client.post(
         f"/api/drawers/{old['id']}/supersede", json={"content": "backups go to object storage"}
     )
     assert response.status_code in (200, 201), response.text
     new = response.json()["replacement"]
-    mention(client, new, f"Primary {wing}")
+    mention(client, new, f"Primary {wing_name}")
 
     def found(**when: str) -> set[str]:
-        hits = search(client, q="flamboyant", wing=wing, expand="true", **when)
+        hits = search(client, q="flamboyant", wing=wing_name, expand="true", **when)
         return {drawer_id for drawer_id, _ in related(hits)}
 
     assert found() == {new["id"]}
@@ -236,20 +222,20 @@ def test_related_drawers_must_be_valid_then(client: httpx.Client, wing: str) -> 
 
 
 def test_the_tail_holds_at_most_limit_drawers_and_never_a_direct_hit(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
-    hits = [file(client, wing, "db", f"vacuum tuning note {i}") for i in range(3)]
-    tail = [file(client, wing, "db", f"unrelated words number {i}") for i in range(4)]
+    hits = [file(client, wing_name, "db", f"vacuum tuning note {i}") for i in range(3)]
+    tail = [file(client, wing_name, "db", f"unrelated words number {i}") for i in range(4)]
     for drawer in hits + tail:
-        mention(client, drawer, f"Engine {wing}")
-    plain = search(client, q="vacuum", wing=wing, limit="2")
-    answer = search(client, q="vacuum", wing=wing, limit="2", expand="true")
+        mention(client, drawer, f"Engine {wing_name}")
+    plain = search(client, q="vacuum", wing=wing_name, limit="2")
+    answer = search(client, q="vacuum", wing=wing_name, limit="2", expand="true")
     assert answer[:2] == plain
     appended = ids(answer[2:])
     assert len(appended) == 2
     assert not set(appended) & set(ids(plain))
     # The third vacuum note is not a direct hit at limit 2, so it may follow as related.
     assert set(appended) <= {d["id"] for d in hits + tail} - set(ids(plain))
-    wide = search(client, q="vacuum", wing=wing, limit="10", expand="true")
+    wide = search(client, q="vacuum", wing=wing_name, limit="10", expand="true")
     assert len(wide) == 7
     assert set(ids(wide[3:])) == {d["id"] for d in tail}

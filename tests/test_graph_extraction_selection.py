@@ -35,7 +35,7 @@ from kernel.events import Event
 from kernel.store import Store
 from palace.filing import Filing
 from palace.hierarchy import WingNotFound
-from tests.palace_services import Palace
+from tests.support.palace_services import Palace
 
 HEURISTIC = ExtractionConfig(provider="heuristic", batch_size=2)
 

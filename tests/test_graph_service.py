@@ -26,26 +26,15 @@ from kernel.events import EventBus
 from kernel.store import Store
 from palace.filing import Filing
 from palace.hierarchy import DrawerNotFound
-from tests.palace_services import Palace, build
+from tests.support.clock import Clock
+from tests.support.palace_services import Palace, build
 
 T0 = dt.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def advance(self, days: float) -> dt.datetime:
-        self.now += dt.timedelta(days=days)
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(T0)
 
 
 @dataclass(frozen=True)
@@ -80,11 +69,6 @@ def graph(store: Store, clock: Clock) -> Graph:
 @pytest.fixture
 def palace(store: Store, clock: Clock) -> Palace:
     return build(store, clock=clock)
-
-
-@pytest.fixture
-def ctx() -> RequestContext:
-    return RequestContext.build()
 
 
 def drawer(palace: Palace, ctx: RequestContext, content: str, **source: Any) -> dict:
@@ -213,10 +197,10 @@ def test_inferred_confirms_and_contradicts(
 ) -> None:
     first = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, first, "Berlin")
-    clock.advance(1)
+    clock.advance(days=1)
     second = drawer(palace, ctx, "Alice lives in Berlin now.")
     located(graph, second, "Berlin")
-    clock.advance(1)
+    clock.advance(days=1)
     third = drawer(palace, ctx, "Alice is based in Paris.")
     located(graph, third, "Paris", confidence=0.8)
     alice = entity_id(graph, "Alice", "person")
@@ -266,7 +250,7 @@ def test_a_superseded_drawer_closes_its_facts_and_the_successor_supersedes_them(
 ) -> None:
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
-    closed_at = clock.advance(2)
+    closed_at = clock.advance(days=2)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     new["valid_from"] = closed_at
     closed = graph.records.close_facts_of(old["id"], closed_at)
@@ -332,7 +316,7 @@ def test_assertions_whose_validity_does_not_overlap_neither_contradict_nor_confi
 ) -> None:
     berlin = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, berlin, "Berlin")
-    moved_at = clock.advance(2)
+    moved_at = clock.advance(days=2)
     graph.records.close_facts_of(berlin["id"], moved_at)
     # Another drawer (no lineage between them) states where Alice is from the day she moved.
     paris = drawer(palace, ctx, "Alice is based in Paris.")
@@ -363,7 +347,7 @@ def test_a_revision_supersedes_its_predecessors_facts_and_never_contradicts_them
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
     edited_at = T0 + dt.timedelta(days=1)
-    remined_at = clock.advance(2)
+    remined_at = clock.advance(days=2)
     graph.records.close_facts_of(old["id"], remined_at)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     located_from(graph, new, "Paris", edited_at, predecessor=old["id"])
@@ -409,7 +393,7 @@ def test_checkpoint_add_supersede_invalidate_link(
     )
     assert "provenance" not in row
 
-    t_supersede = clock.advance(1)
+    t_supersede = clock.advance(days=1)
     correction = checkpoint_drawer(palace, ctx, "The backend moved to Hetzner.")
     superseded = graph.facts.apply_fact(
         correction,
@@ -422,7 +406,7 @@ def test_checkpoint_add_supersede_invalidate_link(
         },
         "http",
     )
-    clock.advance(1)
+    clock.advance(days=1)
     assert (
         graph.facts.apply_fact(
             correction,
@@ -464,7 +448,7 @@ def test_checkpoint_add_supersede_invalidate_link(
         (added["relationship"], "current")
     ]
 
-    t_invalidate = clock.advance(1)
+    t_invalidate = clock.advance(days=1)
     retraction = checkpoint_drawer(palace, ctx, "We no longer deploy the backend anywhere.")
     graph.facts.apply_fact(
         retraction, {"op": "invalidate", "relationship_id": superseded["relationship"]}, "http"
@@ -495,7 +479,7 @@ def test_checkpoint_link_makes_an_explicit_conflict(
     )["relationship"]
     standup = entity_id(graph, "standup")
     assert {r["lifecycle"]["state"] for r in rels(graph, ctx, standup)} == {"current"}
-    linked_at = clock.advance(1)
+    linked_at = clock.advance(days=1)
     third = checkpoint_drawer(palace, ctx, "These disagree.")
     graph.facts.apply_fact(
         third,
@@ -730,7 +714,7 @@ def test_linking_a_successor_announces_the_entities_of_both_facts(
 
     old = drawer(palace, ctx, "Alice is based in Berlin.")
     located(graph, old, "Berlin")
-    closed_at = clock.advance(1)
+    closed_at = clock.advance(days=1)
     graph.records.close_facts_of(old["id"], closed_at)
     new = drawer(palace, ctx, "Alice is based in Paris.")
     located_from(graph, new, "Paris", closed_at, predecessor=old["id"])

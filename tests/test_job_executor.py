@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from kernel.context import RequestContext
 from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError, ModeForbidden
 from kernel.events import EventBus
 from kernel.store import Store
+from tests.support.waits import wait_for
 
 CONFIG = JobsConfig(max_concurrency=4, drain_timeout_secs=10, lease_ttl_secs=30, broker_url=None)
 TTL = dt.timedelta(seconds=CONFIG.lease_ttl_secs)
@@ -58,14 +58,6 @@ class Clock:
     def advance(self, seconds: float) -> None:
         with self._lock:
             self.now += dt.timedelta(seconds=seconds)
-
-
-def wait_until(predicate: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.002)
 
 
 class Gate:
@@ -205,7 +197,12 @@ class Harness:
         assert self.errors == []
 
     def running_here(self, job_id: str) -> JobRun:
-        wait_until(lambda: job_id in self.executor._runs, "the job to be claimed")
+        wait_for(
+            lambda: job_id in self.executor._runs,
+            timeout=WAIT,
+            what="the job to be claimed",
+            interval=0.002,
+        )
         return self.executor._runs[job_id]
 
     def close(self) -> None:
@@ -572,7 +569,12 @@ def test_cancel_of_a_running_job_is_a_request(h: Harness) -> None:
 def test_force_cancel_stops_a_running_job_at_once(h: Harness) -> None:
     job = h.submit(steps=3, step_ms=600_000)
     h.start(job["id"])
-    wait_until(lambda: "runs" in h.row(job["id"])["checkpoint"], "the first save")
+    wait_for(
+        lambda: "runs" in h.row(job["id"])["checkpoint"],
+        timeout=WAIT,
+        what="the first save",
+        interval=0.002,
+    )
     run = h.executor._runs[job["id"]]
 
     answer = h.service.control("force-cancel", job["id"])
@@ -1064,7 +1066,12 @@ def test_renewing_moves_the_lease_forward(h: Harness) -> None:
     job = h.submit(steps=2, step_ms=600_000)
     bystander = h.insert_running(expires_in=5.0)
     h.start(job["id"])
-    wait_until(lambda: "runs" in h.row(job["id"])["checkpoint"], "the first save")
+    wait_for(
+        lambda: "runs" in h.row(job["id"])["checkpoint"],
+        timeout=WAIT,
+        what="the first save",
+        interval=0.002,
+    )
     claimed = h.row(job["id"])["lease_expires_at"]
 
     h.clock.advance(10)
@@ -1084,7 +1091,12 @@ def test_renewing_moves_the_lease_forward(h: Harness) -> None:
 def test_renewing_passes_on_a_request_made_elsewhere(h: Harness) -> None:
     job = h.submit(steps=2, step_ms=600_000)
     h.start(job["id"])
-    wait_until(lambda: "runs" in h.row(job["id"])["checkpoint"], "the first save")
+    wait_for(
+        lambda: "runs" in h.row(job["id"])["checkpoint"],
+        timeout=WAIT,
+        what="the first save",
+        interval=0.002,
+    )
 
     # Another daemon sharing the store set the request on the row; only the row tells us.
     h.set(job["id"], "pause_requested = true")
@@ -1099,7 +1111,12 @@ def test_renewing_passes_on_a_request_made_elsewhere(h: Harness) -> None:
 def test_renewing_a_lease_taken_by_another_worker_aborts_the_run(h: Harness) -> None:
     job = h.submit(steps=2, step_ms=600_000)
     h.start(job["id"])
-    wait_until(lambda: "runs" in h.row(job["id"])["checkpoint"], "the first save")
+    wait_for(
+        lambda: "runs" in h.row(job["id"])["checkpoint"],
+        timeout=WAIT,
+        what="the first save",
+        interval=0.002,
+    )
     run = h.executor._runs[job["id"]]
     h.set(job["id"], "lease_owner = $owner", owner=OTHER_WORKER)
     before = h.row(job["id"])
@@ -1124,7 +1141,12 @@ def test_renewing_with_nothing_running(h: Harness) -> None:
 def test_the_drain_returns_a_running_job_to_the_queue(h: Harness, store: Store) -> None:
     job = h.submit(steps=1000, step_ms=20)
     h.start(job["id"])
-    wait_until(lambda: h.row(job["id"])["progress"]["current"] >= 2, "two steps")
+    wait_for(
+        lambda: h.row(job["id"])["progress"]["current"] >= 2,
+        timeout=WAIT,
+        what="two steps",
+        interval=0.002,
+    )
 
     h.executor.begin_drain()
     assert h.executor.finish_drain(CONFIG.drain_timeout_secs) == 0

@@ -7,7 +7,6 @@ Every wait polls a condition with a deadline.
 
 from __future__ import annotations
 
-import datetime as dt
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,14 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.http import TERMINAL, Job, assert_error, get_job, submit, watch
+from tests.support.instants import instant
+from tests.support.waits import wait_for
 
-ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
 TRANSITION_INVALID = "memcastle::jobs::transition_invalid"
 ACTIONS = ("pause", "resume", "cancel", "force-cancel", "retry")
 STATUSES = ("queued", "running", "paused", "completed", "failed", "cancelled")
-TERMINAL = ("completed", "failed", "cancelled")
 JOB_KEYS = {
     "id",
     "kind",
@@ -57,21 +57,6 @@ LEASE_CLEARED = {
 FOREVER_MS = 60_000
 WAIT = 15.0
 
-Job = dict[str, Any]
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS
-    assert body["code"] == code
-    return body
-
-
-def instant(text: str) -> dt.datetime:
-    assert text.endswith("Z"), text
-    return dt.datetime.fromisoformat(text)
-
 
 class Jobs:
     """Demo jobs submitted through one client, with the waits the tests need."""
@@ -81,16 +66,12 @@ class Jobs:
         self.ids: list[str] = []
 
     def submit(self, **body: Any) -> Job:
-        response = self.client.post("/api/jobs", json={"type": "demo", **body})
-        assert response.status_code == 201, response.text
-        job = response.json()
+        job = submit(self.client, {"type": "demo", **body})
         self.ids.append(job["id"])
         return job
 
     def get(self, job_id: str) -> Job:
-        response = self.client.get(f"/api/jobs/{job_id}")
-        assert response.status_code == 200, response.text
-        return response.json()
+        return get_job(self.client, job_id)
 
     def control(self, job_id: str, action: str, **headers: str) -> httpx.Response:
         return self.client.post(f"/api/jobs/{job_id}/{action}", headers=headers)
@@ -103,17 +84,7 @@ class Jobs:
     def wait(
         self, job_id: str, condition: Callable[[Job], bool], what: str, timeout: float = WAIT
     ) -> Job:
-        seen: list[Job] = []
-
-        def check() -> Job | None:
-            job = self.get(job_id)
-            seen[:] = [job]
-            return job if condition(job) else None
-
-        try:
-            return wait_for(check, timeout=timeout, what=what)
-        except TimeoutError as exc:
-            raise AssertionError(f"{exc}; the job was last seen as {seen}") from None
+        return watch(self.client, job_id, condition, what, timeout=timeout)
 
     def wait_status(self, job_id: str, status: str, timeout: float = WAIT) -> Job:
         return self.wait(job_id, lambda job: job["status"] == status, f"job {status}", timeout)
@@ -141,7 +112,7 @@ class Jobs:
 def assert_refused(jobs: Jobs, job_id: str, action: str, *, volatile: tuple[str, ...] = ()) -> dict:
     """`action` is a 400 transition_invalid and leaves the job as it was (but `volatile`)."""
     before = jobs.get(job_id)
-    body = assert_error(jobs.control(job_id, action), 400, TRANSITION_INVALID)
+    body = assert_error(jobs.control(job_id, action), 400, TRANSITION_INVALID, explained=False)
     assert job_id in body["error"]
     after = jobs.get(job_id)
     for field in volatile:
@@ -149,12 +120,6 @@ def assert_refused(jobs: Jobs, job_id: str, action: str, *, volatile: tuple[str,
         after.pop(field)
     assert after == before, f"a refused {action} changed the job"
     return body
-
-
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    with daemon.client() as opened:
-        yield opened
 
 
 @pytest.fixture
@@ -249,7 +214,7 @@ def test_submission_defaults_and_requested_by(jobs: Jobs) -> None:
 )
 def test_submission_is_validated(client: httpx.Client, body: object, field: str) -> None:
     before = client.get("/api/jobs").json()["total"]
-    answer = assert_error(client.post("/api/jobs", json=body), 400, INVALID)
+    answer = assert_error(client.post("/api/jobs", json=body), 400, INVALID, explained=False)
     assert answer["error"].startswith(f"`{field}`"), answer
     assert client.get("/api/jobs").json()["total"] == before, "a refused job was stored"
 
@@ -266,7 +231,7 @@ def test_malformed_body_is_400(client: httpx.Client) -> None:
     malformed = client.post(
         "/api/jobs", content=b"{not json", headers={"content-type": "application/json"}
     )
-    assert "`body`" in assert_error(malformed, 400, INVALID)["error"]
+    assert "`body`" in assert_error(malformed, 400, INVALID, explained=False)["error"]
 
 
 # Pause, resume, cancel, force-cancel, retry.
@@ -282,7 +247,7 @@ def test_pause_then_resume_continues_from_the_checkpoint(jobs: Jobs) -> None:
     assert requested["cancel_requested"] is False
     # A second pause is refused, whether the first is still pending or already honoured (the
     # handler wakes at once, so which one is not deterministic).
-    assert_error(jobs.control(job_id, "pause"), 400, TRANSITION_INVALID)
+    assert_error(jobs.control(job_id, "pause"), 400, TRANSITION_INVALID, explained=False)
 
     paused = jobs.wait_status(job_id, "paused")
     step = paused["checkpoint"]["next_step"]
@@ -299,7 +264,7 @@ def test_pause_then_resume_continues_from_the_checkpoint(jobs: Jobs) -> None:
     assert resumed["status"] == "queued"
     assert resumed["checkpoint"] == paused["checkpoint"]
     # Queued or already running again, it cannot be resumed twice.
-    assert_error(jobs.control(job_id, "resume"), 400, TRANSITION_INVALID)
+    assert_error(jobs.control(job_id, "resume"), 400, TRANSITION_INVALID, explained=False)
 
     done = jobs.wait_status(job_id, "completed")
     assert done["result"] == {
@@ -321,8 +286,8 @@ def test_cancel_of_a_running_job_stops_it_at_the_next_step(jobs: Jobs) -> None:
     assert requested["cancel_requested"] is True
     # A second cancel is refused whether the first is still pending or already honoured, and
     # so is a pause after a cancel.
-    assert_error(jobs.control(job_id, "cancel"), 400, TRANSITION_INVALID)
-    assert_error(jobs.control(job_id, "pause"), 400, TRANSITION_INVALID)
+    assert_error(jobs.control(job_id, "cancel"), 400, TRANSITION_INVALID, explained=False)
+    assert_error(jobs.control(job_id, "pause"), 400, TRANSITION_INVALID, explained=False)
 
     cancelled = jobs.wait_status(job_id, "cancelled")
     assert {field: cancelled[field] for field in LEASE_CLEARED} == LEASE_CLEARED
@@ -450,14 +415,24 @@ def test_wrong_moves_of_a_running_job_are_refused(jobs: Jobs) -> None:
 
 def test_unknown_and_invalid_job_ids(client: httpx.Client, jobs: Jobs) -> None:
     unknown = str(uuid.uuid4())
-    assert_error(client.get(f"/api/jobs/{unknown}"), 404, "memcastle::jobs::not_found")
-    body = assert_error(client.get("/api/jobs/not-a-uuid"), 400, "memcastle::jobs::id_invalid")
+    assert_error(
+        client.get(f"/api/jobs/{unknown}"), 404, "memcastle::jobs::not_found", explained=False
+    )
+    body = assert_error(
+        client.get("/api/jobs/not-a-uuid"), 400, "memcastle::jobs::id_invalid", explained=False
+    )
     assert "`id`" in body["error"]
-    assert_error(client.get("/api/jobs/12345"), 400, "memcastle::jobs::id_invalid")
+    assert_error(client.get("/api/jobs/12345"), 400, "memcastle::jobs::id_invalid", explained=False)
     for action in ACTIONS:
-        assert_error(jobs.control(unknown, action), 404, "memcastle::jobs::not_found")
-        assert_error(jobs.control("not-a-uuid", action), 400, "memcastle::jobs::id_invalid")
-    assert_error(jobs.control(unknown, "explode"), 404, "memcastle::http::not_found")
+        assert_error(
+            jobs.control(unknown, action), 404, "memcastle::jobs::not_found", explained=False
+        )
+        assert_error(
+            jobs.control("not-a-uuid", action), 400, "memcastle::jobs::id_invalid", explained=False
+        )
+    assert_error(
+        jobs.control(unknown, "explode"), 404, "memcastle::http::not_found", explained=False
+    )
 
     job_id = jobs.submit(steps=1, step_ms=0)["id"]
     done = jobs.wait_status(job_id, "completed")
@@ -552,7 +527,7 @@ def test_list_parameters_are_validated(listed: tuple[Jobs, dict[str, str]]) -> N
         ({"status": "Completed"}, "status"),
         ({"kind": "bogus"}, "kind"),
     ):
-        body = assert_error(get("/api/jobs", params=params), 400, INVALID)
+        body = assert_error(get("/api/jobs", params=params), 400, INVALID, explained=False)
         assert body["error"].startswith(f"`{field}`"), body
 
 
@@ -564,10 +539,12 @@ def test_job_reads_are_mode_gated(client: httpx.Client, jobs: Jobs) -> None:
     jobs.wait_status(job_id, "completed")
     for url in ("/api/jobs", f"/api/jobs/{job_id}"):
         denied = client.get(url, headers={"X-MemCastle-Mode": "disabled"})
-        assert_error(denied, 403, "memcastle::mode::forbidden")
+        assert_error(denied, 403, "memcastle::mode::forbidden", explained=False)
         assert client.get(url, headers={"X-MemCastle-Mode": "read_only"}).status_code == 200
         assert client.get(url, headers={"X-MemCastle-Mode": "full"}).status_code == 200
-        body = assert_error(client.get(url, headers={"X-MemCastle-Mode": "bogus"}), 400, INVALID)
+        body = assert_error(
+            client.get(url, headers={"X-MemCastle-Mode": "bogus"}), 400, INVALID, explained=False
+        )
         assert "x-memcastle-mode" in body["error"].lower()
 
 
@@ -585,7 +562,9 @@ def test_demo_submission_is_never_mode_gated(client: httpx.Client, jobs: Jobs) -
     refused = client.post(
         "/api/jobs", json={"type": "demo", "steps": 1}, headers={"X-MemCastle-Mode": "bogus"}
     )
-    assert "x-memcastle-mode" in assert_error(refused, 400, INVALID)["error"].lower()
+    assert (
+        "x-memcastle-mode" in assert_error(refused, 400, INVALID, explained=False)["error"].lower()
+    )
     assert client.get("/api/jobs").json()["total"] == before
 
 
@@ -610,7 +589,7 @@ def test_job_control_ignores_the_mode_header(jobs: Jobs) -> None:
     jobs.wait_status(failing, "completed")
 
     refused = jobs.control(forced, "retry", **{"X-MemCastle-Mode": "bogus"})
-    assert_error(refused, 400, TRANSITION_INVALID)
+    assert_error(refused, 400, TRANSITION_INVALID, explained=False)
 
 
 def test_status_reports_job_counts(client: httpx.Client, jobs: Jobs) -> None:

@@ -8,18 +8,16 @@ wait polls a condition with a deadline.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.daemon import Daemon, wait_for
-from tests.test_events import EventStream, Frame
+from tests.support.events import EventStream, Frame
+from tests.support.http import Drawer, Job, assert_error, submit, wait_job, without_created
+from tests.support.instants import instant
 
-ERROR_KEYS = {"error", "code", "help"}
 INVALID = "memcastle::input::invalid"
 PATH_INVALID = "memcastle::palace::path_invalid"
 FORBIDDEN = "memcastle::mode::forbidden"
@@ -28,37 +26,11 @@ READ_ONLY = {"X-MemCastle-Mode": "read_only"}
 DISABLED = {"X-MemCastle-Mode": "disabled"}
 WAIT = 15.0
 
-Drawer = dict[str, Any]
-
-
-@pytest.fixture
-def client(daemon: Daemon) -> Iterator[httpx.Client]:
-    with daemon.client() as opened:
-        yield opened
-
 
 @pytest.fixture
 def agent() -> str:
     """An agent identity no other test uses; identities are free strings, kept verbatim."""
     return f" Agent {uuid.uuid4().hex[:8]} / v2 "
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    assert body["error"] and body["help"]
-    return body
-
-
-def instant(text: str) -> dt.datetime:
-    assert text.endswith("Z"), text
-    return dt.datetime.fromisoformat(text)
-
-
-def without_created(answer: Drawer) -> Drawer:
-    return {key: value for key, value in answer.items() if key != "created"}
 
 
 def note(client: httpx.Client, *, status: int = 201, **body: Any) -> Drawer:
@@ -105,24 +77,10 @@ def room(client: httpx.Client, wing: str, name: str) -> dict[str, Any]:
     return response.json()
 
 
-def checkpoint(client: httpx.Client, items: list[dict[str, Any]]) -> dict[str, Any]:
+def checkpoint(client: httpx.Client, items: list[dict[str, Any]]) -> Job:
     """Submit a checkpoint job and wait for it to complete."""
-    response = client.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}})
-    assert response.status_code == 201, response.text
-    job_id = response.json()["id"]
-    seen: list[dict[str, Any]] = []
-
-    def ended() -> dict[str, Any] | None:
-        job = client.get(f"/api/jobs/{job_id}").json()
-        seen[:] = [job]
-        return job if job["status"] in ("completed", "failed", "cancelled") else None
-
-    try:
-        job = wait_for(ended, timeout=WAIT, what="the checkpoint job to end")
-    except TimeoutError as exc:
-        raise AssertionError(f"{exc}; the job was last seen as {seen}") from None
-    assert job["status"] == "completed", job
-    return job
+    job = submit(client, {"type": "checkpoint", "payload": {"items": items}})
+    return wait_job(client, job["id"], timeout=WAIT)
 
 
 def checkpointed(client: httpx.Client, wing: str, job: dict[str, Any]) -> list[Drawer]:
@@ -636,18 +594,6 @@ def test_diary_and_wake_up_are_reads(client: httpx.Client, wing_name: str, agent
 
 
 # Events.
-
-
-@pytest.fixture
-def stream(daemon: Daemon) -> Iterator[EventStream]:
-    opened = EventStream(daemon)
-    try:
-        assert opened.response.status_code == 200
-        first = opened.next()
-        assert isinstance(first, Frame) and first.event == "open", first
-        yield opened
-    finally:
-        opened.close()
 
 
 def test_journal_writes_publish_drawer_events(

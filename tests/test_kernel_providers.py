@@ -4,26 +4,18 @@ test_embeddings.py and test_graph_extraction_providers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from kernel.errors import MemCastleError
 from kernel.providers import post_json
-from tests.test_graph_extraction_providers import Endpoint
+from tests.support.endpoint import Endpoint
 
 
 class Failed(MemCastleError):
     status = 502
     code = "memcastle::test::failed"
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    served = Endpoint()
-    yield served
-    served.close()
 
 
 def post(url: str, api_key: str | None = "sk-key", timeout: float = 5) -> Any:

@@ -17,15 +17,10 @@ import pytest
 
 from mcp_bridge.server import instructions
 from mcp_bridge.tools import TOOLS
-from tests.daemon import Daemon
-from tests.mcp_client import call, connect, failure, finished, wait_for_job
+from tests.support.daemon import Daemon
+from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import signal
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from mcp import Client
 
-from tests.daemon import Daemon
-from tests.mcp_client import call, connect, failure, finished, wait_for_job
-from tests.test_auth import AUTH_ENV, SECRET, assert_unauthorized
+from tests.support.auth import SECRET, assert_unauthorized
+from tests.support.daemon import Daemon
+from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 
 pytestmark = pytest.mark.anyio
 
 FORBIDDEN = "memcastle::mode::forbidden"
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _diary(wing: str) -> dict[str, Any]:
@@ -191,15 +185,8 @@ def test_loopback_names_are_served(daemon: Daemon) -> None:
             assert _initialize(http)
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    running = Daemon(tmp_path_factory.mktemp("mcp-secured"), env=AUTH_ENV).start()
-    yield running
-    running.stop()
-
-
-def test_mcp_without_a_token_is_refused(secured: Daemon) -> None:
-    with secured.client() as http:
+def test_mcp_without_a_token_is_refused(shared_secured: Daemon) -> None:
+    with shared_secured.client() as http:
         for method in ("POST", "GET", "DELETE"):
             assert_unauthorized(http.request(method, "/mcp", headers=MCP_HEADERS, json={}))
         assert_unauthorized(
@@ -207,8 +194,8 @@ def test_mcp_without_a_token_is_refused(secured: Daemon) -> None:
         )
 
 
-async def test_mcp_with_the_token(secured: Daemon) -> None:
-    async with connect(secured.base_url, authorization=f"Bearer {SECRET}") as client:
+async def test_mcp_with_the_token(shared_secured: Daemon) -> None:
+    async with connect(shared_secured.base_url, authorization=f"Bearer {SECRET}") as client:
         status = await call(client, "memcastle_status")
     assert status["auth_enabled"] is True and "token" not in str(status).lower().replace(
         "auth_enabled", ""

@@ -10,8 +10,8 @@ import pytest
 
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid, ModeForbidden
-from tests.daemon import Daemon
-from tests.palace_services import Palace, build
+from tests.support.daemon import Daemon
+from tests.support.palace_services import Palace, build
 
 
 class UntouchableStore:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from drf_spectacular.validation import validate_schema
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 from tests.support.openapi import openapi_document
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"

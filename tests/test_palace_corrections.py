@@ -29,7 +29,7 @@ from palace.repositories.hierarchy import HierarchyRepository
 from palace.repositories.journal import JournalRepository
 from palace.repositories.revisions import RevisionRepository
 from palace.revisions import DrawerSuperseded
-from tests.palace_services import Palace, build
+from tests.support.palace_services import Palace, build
 
 TEXT = "We deploy the backend service every Tuesday morning."
 NORMALIZED_COPY = "we deploy the BACKEND service, every tuesday morning"

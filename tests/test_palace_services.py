@@ -13,7 +13,7 @@ from kernel.store import Statement, Store
 from palace.filing import NOT_RUN, DrawerNameTaken, Filing
 from palace.hierarchy import DrawerNotFound, RoomNotFound, WingNotFound
 from palace.names import PathInvalid
-from tests.palace_services import Palace
+from tests.support.palace_services import Palace
 
 
 def test_create_wing_is_idempotent(palace: Palace, ctx: RequestContext) -> None:

@@ -1,7 +1,7 @@
 """Jobs on a remote palace: a daemon and a `memcastle worker` share one queue through Redis.
 
-The SurrealDB server is `tests.remote_surreal`, Redis a `redis-server` of the test's own; both are
-stopped by their pid at the end.
+The SurrealDB server is `tests.support.remote_surreal`, Redis a `redis-server` of the test's own;
+both are stopped by their pid at the end.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import httpx
 import pytest
 import tomlkit
 
-from tests.daemon import REPO, Daemon, wait_for
-from tests.redis_server import redis_server
-from tests.test_remote_store import remote_surreal
+from tests.support.daemon import REPO, Daemon
+from tests.support.redis_server import redis_server
+from tests.support.surreal_server import remote_surreal
+from tests.support.waits import wait_for
 
 LEASE_TTL_SECS = 3
 JOB_TIMEOUT = 60.0

@@ -1,22 +1,16 @@
 """The remote store: `store.mode = "remote"` against a SurrealDB server over `ws://`.
 
-No server binary is available, so `tests.remote_surreal` serves one: the SDK's embedded engine
-behind a loopback WebSocket listener, speaking the SurrealDB RPC protocol as a server does. The
-store and the daemons reach it through the SDK's real `ws://` client, the path production takes
-to a SurrealDB server or cluster.
+No server binary is available, so `tests.support.remote_surreal` serves one: the SDK's embedded
+engine behind a loopback WebSocket listener, speaking the SurrealDB RPC protocol as a server does.
+The store and the daemons reach it through the SDK's real `ws://` client, the path production
+takes to a SurrealDB server or cluster.
 """
 
 from __future__ import annotations
 
-import selectors
-import signal
 import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,89 +26,13 @@ from websockets.typing import Subprotocol
 from kernel.config import load_config
 from kernel.errors import StoreFailed
 from kernel.store import Store, bundled_migrations
-from tests.daemon import REPO, Daemon, wait_for
+from tests.support.daemon import Daemon
+from tests.support.surreal_server import RemoteSurreal, remote_surreal
 
-SERVER_START_TIMEOUT = 30.0
-SERVER_STOP_TIMEOUT = 15.0
 DAEMON_EXIT_TIMEOUT = 30.0
 # A server started with credentials refuses anonymous queries, as `surreal start --user` does.
 ROOT_USER = "root"
 ROOT_PASSWORD = "correct-horse-battery"
-
-
-@dataclass
-class RemoteSurreal:
-    """A `tests.remote_surreal` process: a SurrealDB RPC endpoint on a loopback port."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log_path: Path
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    def stop(self) -> int:
-        return _stop(self.process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    """SIGTERM by pid, then the exit status; killed if it does not stop in time."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=SERVER_STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=SERVER_STOP_TIMEOUT)
-    if process.stdout is not None:
-        process.stdout.close()
-    return process.returncode
-
-
-def _read_port(process: subprocess.Popen[bytes], log_path: Path) -> int:
-    """The port the server prints once it accepts connections, read with a deadline.
-
-    The selector makes each poll non-blocking, so `wait_for` owns the deadline; a server that
-    dies before printing fails the test with its log instead of a timeout.
-    """
-    assert process.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
-
-    def printed() -> int | None:
-        if selector.select(timeout=0):
-            line = process.stdout.readline() if process.stdout else b""
-            if line.strip():
-                return int(line)
-        if process.poll() is not None:
-            log = log_path.read_text(errors="replace") if log_path.exists() else ""
-            raise RuntimeError(f"the SurrealDB server exited with {process.returncode}:\n{log}")
-        return None
-
-    try:
-        port: int = wait_for(printed, timeout=SERVER_START_TIMEOUT, what="the SurrealDB server")
-    finally:
-        selector.close()
-    return port
-
-
-@contextmanager
-def remote_surreal(root: Path, *args: str) -> Iterator[RemoteSurreal]:
-    """Run `python -m tests.remote_surreal --port 0 ARGS` for the duration of the block."""
-    root.mkdir(parents=True, exist_ok=True)
-    log_path = root / "remote_surreal.log"
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.remote_surreal", "--port", "0", *args],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=log,
-        )
-    try:
-        yield RemoteSurreal(process, _read_port(process, log_path), log_path)
-    finally:
-        _stop(process)
 
 
 @pytest.fixture

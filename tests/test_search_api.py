@@ -18,13 +18,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
+from tests.support.http import Json, assert_error
+from tests.support.instants import instant, rfc3339
 
 STANDIN = "standin"
 INVALID = "memcastle::input::invalid"
 UNAVAILABLE = "memcastle::search::semantic_unavailable"
 FORBIDDEN = "memcastle::mode::forbidden"
-ERROR_KEYS = {"error", "code", "help"}
 ANSWER_KEYS = {"query", "ranking", "profile", "temporal", "results"}
 CONFIG = """
 [embeddings]
@@ -36,8 +37,6 @@ model = "stand-in"
 dimensions = 8
 """
 MICRO = dt.timedelta(microseconds=1)
-
-Json = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +53,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 def client(served: Daemon) -> Iterator[httpx.Client]:
     with served.client() as opened:
         yield opened
-
-
-@pytest.fixture
-def wing() -> str:
-    return f"wing-{uuid.uuid4().hex[:12]}"
 
 
 def unit(*components: float) -> list[float]:
@@ -111,11 +105,7 @@ def ids(answer: Json) -> list[str]:
 
 def refused(response: httpx.Response, status: int, code: str) -> str:
     """The error's message, after checking the status, the code and the body's shape."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == ERROR_KEYS, body
-    assert body["code"] == code, body
-    return body["error"]
+    return assert_error(response, status, code, explained=False)["error"]
 
 
 def vector_body(text: str, vector: list[float], ranking: str, **fields: Any) -> Json:
@@ -128,50 +118,44 @@ def vector_body(text: str, vector: list[float], ranking: str, **fields: Any) -> 
     }
 
 
-def instant(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
 # The answer -------------------------------------------------------------------------------------
 
 
 def test_a_plain_q_searches_lexically_and_echoes_the_question(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
-    drawer = file(client, wing, "style", "Always run the formatter before committing.")
-    answer = get(client, q="formatter", wing=wing)
+    drawer = file(client, wing_name, "style", "Always run the formatter before committing.")
+    answer = get(client, q="formatter", wing=wing_name)
     assert answer["query"] == "formatter"
     assert answer["ranking"] == "lexical"
     assert answer["profile"] is None
     assert answer["temporal"] == "current"
     assert ids(answer) == [drawer["id"]]
-    assert get(client, query="formatter", wing=wing)["results"] == answer["results"]
+    assert get(client, query="formatter", wing=wing_name)["results"] == answer["results"]
 
 
-def test_auto_without_a_default_profile_answers_lexically(client: httpx.Client, wing: str) -> None:
-    drawer = file(client, wing, "style", "tabs versus spaces", vector=unit(1, 0))
+def test_auto_without_a_default_profile_answers_lexically(
+    client: httpx.Client, wing_name: str
+) -> None:
+    drawer = file(client, wing_name, "style", "tabs versus spaces", vector=unit(1, 0))
     for answer in (
-        get(client, q="tabs", wing=wing, ranking="auto"),
-        post(client, {"text": "tabs", "filter": {"wing": wing}}),
+        get(client, q="tabs", wing=wing_name, ranking="auto"),
+        post(client, {"text": "tabs", "filter": {"wing": wing_name}}),
         # A profile that only takes callers' vectors cannot embed the text either.
-        get(client, q="tabs", wing=wing, profile=STANDIN),
+        get(client, q="tabs", wing=wing_name, profile=STANDIN),
     ):
         assert answer["ranking"] == "lexical"
         assert ids(answer) == [drawer["id"]]
         assert set(answer["results"][0]["signals"]) == {"lexical"}
 
 
-def test_auto_with_a_vector_is_hybrid(client: httpx.Client, wing: str) -> None:
-    drawer = file(client, wing, "style", "tabs versus spaces", vector=unit(1, 0))
+def test_auto_with_a_vector_is_hybrid(client: httpx.Client, wing_name: str) -> None:
+    drawer = file(client, wing_name, "style", "tabs versus spaces", vector=unit(1, 0))
     answer = post(
         client,
         {
             "text": "tabs",
-            "filter": {"wing": wing},
+            "filter": {"wing": wing_name},
             "profile": STANDIN,
             "query_embedding": unit(1, 0),
         },
@@ -186,11 +170,11 @@ def test_auto_with_a_vector_is_hybrid(client: httpx.Client, wing: str) -> None:
 
 
 def test_a_hit_is_the_stored_drawer_verbatim_plus_score_and_signals(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
     drawer = file(
         client,
-        wing,
+        wing_name,
         "style",
         "  Verbatim:\n\tkeep   the spacing, CASE and punctuation!  ",
         vector=unit(0.6, 0.8),
@@ -201,9 +185,9 @@ def test_a_hit_is_the_stored_drawer_verbatim_plus_score_and_signals(
     )
     stored = client.get(f"/api/drawers/{drawer['id']}").json()
     for answer in (
-        get(client, q="verbatim", wing=wing),
-        post(client, vector_body("verbatim", unit(1, 0), "semantic", filter={"wing": wing})),
-        post(client, vector_body("verbatim", unit(1, 0), "hybrid", filter={"wing": wing})),
+        get(client, q="verbatim", wing=wing_name),
+        post(client, vector_body("verbatim", unit(1, 0), "semantic", filter={"wing": wing_name})),
+        post(client, vector_body("verbatim", unit(1, 0), "hybrid", filter={"wing": wing_name})),
     ):
         (hit,) = answer["results"]
         assert {k: v for k, v in hit.items() if k not in ("score", "signals")} == stored
@@ -212,9 +196,11 @@ def test_a_hit_is_the_stored_drawer_verbatim_plus_score_and_signals(
         assert "via" not in hit
 
 
-def test_a_hit_never_carries_a_vector(client: httpx.Client, wing: str) -> None:
-    file(client, wing, "style", "vector carrier", vector=unit(0.1, 0.2, 0.3, 0.4))
-    answer = post(client, vector_body("vector carrier", unit(1), "hybrid", filter={"wing": wing}))
+def test_a_hit_never_carries_a_vector(client: httpx.Client, wing_name: str) -> None:
+    file(client, wing_name, "style", "vector carrier", vector=unit(0.1, 0.2, 0.3, 0.4))
+    answer = post(
+        client, vector_body("vector carrier", unit(1), "hybrid", filter={"wing": wing_name})
+    )
     (hit,) = answer["results"]
     assert not {"embedding", "embeddings", "vector", "vectors"} & set(hit)
 
@@ -228,45 +214,46 @@ def test_a_hit_never_carries_a_vector(client: httpx.Client, wing: str) -> None:
     assert not has_vector(hit)
 
 
-def test_equal_scores_rank_by_id(client: httpx.Client, wing: str) -> None:
+def test_equal_scores_rank_by_id(client: httpx.Client, wing_name: str) -> None:
     token = f"tie{uuid.uuid4().hex[:8]}"
-    filed = [file(client, wing, "ties", f"{token} word{n:02d}") for n in range(14)]
+    filed = [file(client, wing_name, "ties", f"{token} word{n:02d}") for n in range(14)]
     ordered = sorted(drawer["id"] for drawer in filed)
-    full = get(client, q=token, wing=wing, limit=50)
+    full = get(client, q=token, wing=wing_name, limit=50)
     assert ids(full) == ordered
     assert len({hit["score"] for hit in full["results"]}) == 1
-    assert ids(get(client, q=token, wing=wing, limit=4)) == ordered[:4]
-    assert ids(get(client, q=token, wing=wing, limit=4)) == ordered[:4], "the same every time"
+    assert ids(get(client, q=token, wing=wing_name, limit=4)) == ordered[:4]
+    assert ids(get(client, q=token, wing=wing_name, limit=4)) == ordered[:4], "the same every time"
 
 
 # Options ---------------------------------------------------------------------------------------
 
 
 def test_limit_defaults_to_ten_zero_means_ten_and_caps_at_two_hundred(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
     token = f"many{uuid.uuid4().hex[:8]}"
     for n in range(205):
-        file(client, wing, f"r{n % 3}", f"{token} item{n}")
-    assert len(get(client, q=token, wing=wing)["results"]) == 10
-    assert len(get(client, q=token, wing=wing, limit=0)["results"]) == 10
-    assert len(get(client, q=token, wing=wing, limit=3)["results"]) == 3
-    assert len(get(client, q=token, wing=wing, limit=500)["results"]) == 200
+        file(client, wing_name, f"r{n % 3}", f"{token} item{n}")
+    assert len(get(client, q=token, wing=wing_name)["results"]) == 10
+    assert len(get(client, q=token, wing=wing_name, limit=0)["results"]) == 10
+    assert len(get(client, q=token, wing=wing_name, limit=3)["results"]) == 3
+    assert len(get(client, q=token, wing=wing_name, limit=500)["results"]) == 200
     assert (
-        len(post(client, {"text": token, "limit": 500, "filter": {"wing": wing}})["results"]) == 200
+        len(post(client, {"text": token, "limit": 500, "filter": {"wing": wing_name}})["results"])
+        == 200
     )
     refused(client.get("/api/search", params={"q": token, "limit": -1}), 400, INVALID)
 
 
-def test_wing_and_room_scope_the_search(client: httpx.Client, wing: str) -> None:
-    other = f"{wing}-other"
+def test_wing_and_room_scope_the_search(client: httpx.Client, wing_name: str) -> None:
+    other = f"{wing_name}-other"
     token = f"scope{uuid.uuid4().hex[:8]}"
-    here = file(client, wing, "db", f"{token} here")
-    there = file(client, wing, "ops", f"{token} there")
+    here = file(client, wing_name, "db", f"{token} here")
+    there = file(client, wing_name, "ops", f"{token} there")
     elsewhere = file(client, other, "db", f"{token} elsewhere")
-    assert sorted(ids(get(client, q=token, wing=wing))) == sorted([here["id"], there["id"]])
-    assert ids(get(client, q=token, wing=wing, room="db")) == [here["id"]]
-    assert ids(post(client, {"text": token, "filter": {"wing": wing, "room": "ops"}})) == [
+    assert sorted(ids(get(client, q=token, wing=wing_name))) == sorted([here["id"], there["id"]])
+    assert ids(get(client, q=token, wing=wing_name, room="db")) == [here["id"]]
+    assert ids(post(client, {"text": token, "filter": {"wing": wing_name, "room": "ops"}})) == [
         there["id"]
     ]
     everywhere = ids(get(client, q=token))
@@ -274,71 +261,74 @@ def test_wing_and_room_scope_the_search(client: httpx.Client, wing: str) -> None
 
 
 def test_tags_are_all_required_as_a_comma_list_a_repeat_or_a_json_list(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
     token = f"tags{uuid.uuid4().hex[:8]}"
-    both = file(client, wing, "db", f"{token} both", tags=["alpha", "beta"])
-    alpha = file(client, wing, "db", f"{token} alpha", tags=["alpha"])
-    file(client, wing, "db", f"{token} none")
-    assert sorted(ids(get(client, q=token, wing=wing, tags="alpha"))) == sorted(
+    both = file(client, wing_name, "db", f"{token} both", tags=["alpha", "beta"])
+    alpha = file(client, wing_name, "db", f"{token} alpha", tags=["alpha"])
+    file(client, wing_name, "db", f"{token} none")
+    assert sorted(ids(get(client, q=token, wing=wing_name, tags="alpha"))) == sorted(
         [both["id"], alpha["id"]]
     )
-    assert ids(get(client, q=token, wing=wing, tags="alpha,beta")) == [both["id"]]
+    assert ids(get(client, q=token, wing=wing_name, tags="alpha,beta")) == [both["id"]]
     repeated = client.get(
-        "/api/search", params=[("q", token), ("wing", wing), ("tags", "alpha"), ("tags", "beta")]
+        "/api/search",
+        params=[("q", token), ("wing", wing_name), ("tags", "alpha"), ("tags", "beta")],
     )
     assert repeated.status_code == 200, repeated.text
     assert ids(repeated.json()) == [both["id"]]
-    nested = post(client, {"text": token, "filter": {"wing": wing, "tags": ["beta", "alpha"]}})
+    nested = post(client, {"text": token, "filter": {"wing": wing_name, "tags": ["beta", "alpha"]}})
     assert ids(nested) == [both["id"]]
-    assert ids(get(client, q=token, wing=wing, tags="gamma")) == []
+    assert ids(get(client, q=token, wing=wing_name, tags="gamma")) == []
 
 
-def test_source_kind_filters(client: httpx.Client, wing: str) -> None:
+def test_source_kind_filters(client: httpx.Client, wing_name: str) -> None:
     token = f"kind{uuid.uuid4().hex[:8]}"
-    note = file(client, wing, "db", f"{token} a note", source={"kind": "note"})
-    manual = file(client, wing, "db", f"{token} by hand")
-    assert ids(get(client, q=token, wing=wing, source_kind="note")) == [note["id"]]
+    note = file(client, wing_name, "db", f"{token} a note", source={"kind": "note"})
+    manual = file(client, wing_name, "db", f"{token} by hand")
+    assert ids(get(client, q=token, wing=wing_name, source_kind="note")) == [note["id"]]
     assert ids(
-        post(client, {"text": token, "filter": {"wing": wing, "source_kind": "manual"}})
+        post(client, {"text": token, "filter": {"wing": wing_name, "source_kind": "manual"}})
     ) == [manual["id"]]
-    assert ids(get(client, q=token, wing=wing, source_kind="transcript")) == []
+    assert ids(get(client, q=token, wing=wing_name, source_kind="transcript")) == []
 
 
 def test_expand_is_accepted_and_never_changes_the_direct_hits(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
-    drawer = file(client, wing, "db", "expansion comes with the graph issue")
-    plain = get(client, q="expansion", wing=wing)
+    drawer = file(client, wing_name, "db", "expansion comes with the graph issue")
+    plain = get(client, q="expansion", wing=wing_name)
     for value in ("true", "false"):
-        expanded = get(client, q="expansion", wing=wing, expand=value)
+        expanded = get(client, q="expansion", wing=wing_name, expand=value)
         assert expanded["results"][: len(plain["results"])] == plain["results"]
     assert (
-        ids(post(client, {"text": "expansion", "expand": True, "filter": {"wing": wing}}))[0]
+        ids(post(client, {"text": "expansion", "expand": True, "filter": {"wing": wing_name}}))[0]
         == drawer["id"]
     )
     refused(client.get("/api/search", params={"q": "x", "expand": "maybe"}), 400, INVALID)
 
 
-def test_the_lexical_leg_needs_every_word_then_any(client: httpx.Client, wing: str) -> None:
+def test_the_lexical_leg_needs_every_word_then_any(client: httpx.Client, wing_name: str) -> None:
     token = f"words{uuid.uuid4().hex[:8]}"
-    both = file(client, wing, "db", f"{token} postgres replication")
-    one = file(client, wing, "db", f"{token} postgres backups")
-    assert ids(get(client, q=f"{token} replication", wing=wing)) == [both["id"]]
+    both = file(client, wing_name, "db", f"{token} postgres replication")
+    one = file(client, wing_name, "db", f"{token} postgres backups")
+    assert ids(get(client, q=f"{token} replication", wing=wing_name)) == [both["id"]]
     # No drawer holds both words: any of them, the one holding more first.
-    anyone = get(client, q=f"replication backups {token}x", wing=wing)
+    anyone = get(client, q=f"replication backups {token}x", wing=wing_name)
     assert sorted(ids(anyone)) == sorted([both["id"], one["id"]])
     # Stemmed, case-insensitive, punctuation ignored.
-    assert ids(get(client, q="REPLICATED!", wing=wing)) == [both["id"]]
+    assert ids(get(client, q="REPLICATED!", wing=wing_name)) == [both["id"]]
 
 
 def test_semantic_ranks_by_cosine_and_ignores_drawers_without_a_vector(
-    client: httpx.Client, wing: str
+    client: httpx.Client, wing_name: str
 ) -> None:
-    near = file(client, wing, "db", "near", vector=unit(0.9, 0.1))
-    far = file(client, wing, "db", "far", vector=unit(0, 1))
-    file(client, wing, "db", "no vector at all")
-    answer = post(client, vector_body("anything", unit(1, 0), "semantic", filter={"wing": wing}))
+    near = file(client, wing_name, "db", "near", vector=unit(0.9, 0.1))
+    far = file(client, wing_name, "db", "far", vector=unit(0, 1))
+    file(client, wing_name, "db", "no vector at all")
+    answer = post(
+        client, vector_body("anything", unit(1, 0), "semantic", filter={"wing": wing_name})
+    )
     assert answer["ranking"] == "semantic"
     assert answer["profile"] == STANDIN
     assert ids(answer) == [near["id"], far["id"]]
@@ -347,13 +337,13 @@ def test_semantic_ranks_by_cosine_and_ignores_drawers_without_a_vector(
     assert [set(hit["signals"]) for hit in answer["results"]] == [{"semantic"}] * 2
 
 
-def test_hybrid_fuses_by_reciprocal_rank(client: httpx.Client, wing: str) -> None:
+def test_hybrid_fuses_by_reciprocal_rank(client: httpx.Client, wing_name: str) -> None:
     token = f"fuse{uuid.uuid4().hex[:8]}"
     # Lexical ranks: a (two words) then b; semantic ranks: b then c.
-    a = file(client, wing, "db", f"{token} {token} alpha", vector=unit(0, 0, 1))
-    b = file(client, wing, "db", f"{token} beta gamma delta epsilon", vector=unit(1, 0))
-    c = file(client, wing, "db", "no words in common", vector=unit(0.8, 0.6))
-    answer = post(client, vector_body(token, unit(1, 0), "hybrid", filter={"wing": wing}))
+    a = file(client, wing_name, "db", f"{token} {token} alpha", vector=unit(0, 0, 1))
+    b = file(client, wing_name, "db", f"{token} beta gamma delta epsilon", vector=unit(1, 0))
+    c = file(client, wing_name, "db", "no words in common", vector=unit(0.8, 0.6))
+    answer = post(client, vector_body(token, unit(1, 0), "hybrid", filter={"wing": wing_name}))
     scores = {hit["id"]: hit["score"] for hit in answer["results"]}
     assert scores[b["id"]] == pytest.approx(1 / 62 + 1 / 61)
     assert scores[a["id"]] == pytest.approx(1 / 61 + 1 / 63)
@@ -365,11 +355,11 @@ def test_hybrid_fuses_by_reciprocal_rank(client: httpx.Client, wing: str) -> Non
 
 
 @pytest.fixture
-def history(client: httpx.Client, wing: str) -> tuple[Json, Json]:
+def history(client: httpx.Client, wing_name: str) -> tuple[Json, Json]:
     """A belief filed valid from 2025-01-01 and superseded now by its replacement."""
     old = file(
         client,
-        wing,
+        wing_name,
         "db",
         "the database we use is postgres",
         vector=unit(1, 0),
@@ -390,11 +380,11 @@ def history(client: httpx.Client, wing: str) -> tuple[Json, Json]:
 
 
 def test_a_superseded_drawer_is_found_as_of_before_and_not_after(
-    client: httpx.Client, wing: str, history: tuple[Json, Json]
+    client: httpx.Client, wing_name: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
-    switch = instant(old["valid_to"])
-    assert ids(get(client, q="database", wing=wing)) == [new["id"]]
+    switch = instant(old["valid_to"], require_z=False)
+    assert ids(get(client, q="database", wing=wing_name)) == [new["id"]]
     cases = [
         ("2025-01-01", [old["id"]]),
         ("2024-12-31", []),
@@ -402,26 +392,26 @@ def test_a_superseded_drawer_is_found_as_of_before_and_not_after(
         (rfc3339(switch), [new["id"]]),
     ]
     for moment, expected in cases:
-        assert ids(get(client, q="database", wing=wing, as_of=moment)) == expected, moment
-        body = {"text": "database", "filter": {"wing": wing, "temporal": {"as_of": moment}}}
+        assert ids(get(client, q="database", wing=wing_name, as_of=moment)) == expected, moment
+        body = {"text": "database", "filter": {"wing": wing_name, "temporal": {"as_of": moment}}}
         assert ids(post(client, body)) == expected, moment
         for ranking in ("semantic", "hybrid"):
             nested = vector_body(
                 "database",
                 unit(1, 0),
                 ranking,
-                filter={"wing": wing, "temporal": {"as_of": moment}},
+                filter={"wing": wing_name, "temporal": {"as_of": moment}},
             )
             assert ids(post(client, nested)) == expected, (ranking, moment)
-    answer = get(client, q="database", wing=wing, as_of="2025-06-01")
+    answer = get(client, q="database", wing=wing_name, as_of="2025-06-01")
     assert answer["temporal"] == {"as_of": "2025-06-01T00:00:00Z"}
 
 
 def test_between_windows_are_half_open(
-    client: httpx.Client, wing: str, history: tuple[Json, Json]
+    client: httpx.Client, wing_name: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
-    switch = instant(old["valid_to"])
+    switch = instant(old["valid_to"], require_z=False)
     later = rfc3339(switch + dt.timedelta(days=1))
     cases = [
         ("2025-01-01", "2025-02-01", [old["id"]]),
@@ -431,11 +421,11 @@ def test_between_windows_are_half_open(
         (rfc3339(switch - MICRO), rfc3339(switch + MICRO), sorted([old["id"], new["id"]])),
     ]
     for start, end, expected in cases:
-        flat = get(client, q="database", wing=wing, **{"from": start, "until": end})
+        flat = get(client, q="database", wing=wing_name, **{"from": start, "until": end})
         assert sorted(ids(flat)) == expected, (start, end)
         body = {
             "text": "database",
-            "filter": {"wing": wing, "temporal": {"between": {"from": start, "until": end}}},
+            "filter": {"wing": wing_name, "temporal": {"between": {"from": start, "until": end}}},
         }
         assert sorted(ids(post(client, body))) == expected, (start, end)
         vectors = vector_body("database", unit(1, 0), "hybrid", filter=body["filter"])
@@ -443,41 +433,41 @@ def test_between_windows_are_half_open(
 
 
 def test_include_historical_and_temporal_all_find_every_version(
-    client: httpx.Client, wing: str, history: tuple[Json, Json]
+    client: httpx.Client, wing_name: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
     both = sorted([old["id"], new["id"]])
-    assert sorted(ids(get(client, q="database", wing=wing, include_historical="true"))) == both
-    answer = post(client, {"text": "database", "filter": {"wing": wing, "temporal": "all"}})
+    assert sorted(ids(get(client, q="database", wing=wing_name, include_historical="true"))) == both
+    answer = post(client, {"text": "database", "filter": {"wing": wing_name, "temporal": "all"}})
     assert sorted(ids(answer)) == both
     assert answer["temporal"] == "all"
     assert ids(
-        post(client, {"text": "database", "filter": {"wing": wing, "temporal": "current"}})
+        post(client, {"text": "database", "filter": {"wing": wing_name, "temporal": "current"}})
     ) == [new["id"]]
 
 
 def test_recall_takes_the_same_options_without_room(
-    client: httpx.Client, wing: str, history: tuple[Json, Json]
+    client: httpx.Client, wing_name: str, history: tuple[Json, Json]
 ) -> None:
     old, new = history
-    assert ids(get(client, "/api/recall", q="database", wing=wing)) == [new["id"]]
-    assert ids(get(client, "/api/recall", q="database", wing=wing, as_of="2025-02-01")) == [
+    assert ids(get(client, "/api/recall", q="database", wing=wing_name)) == [new["id"]]
+    assert ids(get(client, "/api/recall", q="database", wing=wing_name, as_of="2025-02-01")) == [
         old["id"]
     ]
     answer = post(
         client,
-        {"text": "database", "filter": {"wing": wing, "temporal": "all"}},
+        {"text": "database", "filter": {"wing": wing_name, "temporal": "all"}},
         route="/api/recall",
     )
     assert sorted(ids(answer)) == sorted([old["id"], new["id"]])
     recalled = post(
         client,
-        vector_body("database", unit(1, 0), "semantic", filter={"wing": wing}),
+        vector_body("database", unit(1, 0), "semantic", filter={"wing": wing_name}),
         route="/api/recall",
     )
     assert ids(recalled) == [new["id"]]
     message = refused(
-        client.get("/api/recall", params={"q": "database", "wing": wing, "room": "db"}),
+        client.get("/api/recall", params={"q": "database", "wing": wing_name, "room": "db"}),
         400,
         INVALID,
     )
@@ -493,30 +483,34 @@ def test_recall_takes_the_same_options_without_room(
 # Read-your-writes ------------------------------------------------------------------------------
 
 
-def test_every_write_is_visible_to_the_very_next_search(client: httpx.Client, wing: str) -> None:
+def test_every_write_is_visible_to_the_very_next_search(
+    client: httpx.Client, wing_name: str
+) -> None:
     token = f"ryw{uuid.uuid4().hex[:8]}"
     for round_ in range(5):
-        drawer = file(client, wing, "db", f"{token} round{round_}")
-        assert ids(get(client, q=f"{token} round{round_}", wing=wing)) == [drawer["id"]]
+        drawer = file(client, wing_name, "db", f"{token} round{round_}")
+        assert ids(get(client, q=f"{token} round{round_}", wing=wing_name)) == [drawer["id"]]
         attached = client.put(
             f"/api/drawers/{drawer['id']}/embedding",
             json={"profile": STANDIN, "embedding": unit(1, round_ + 1)},
         )
         assert attached.status_code == 200
         nearest = post(
-            client, vector_body(token, unit(1, round_ + 1), "semantic", filter={"wing": wing})
+            client, vector_body(token, unit(1, round_ + 1), "semantic", filter={"wing": wing_name})
         )
         assert ids(nearest)[0] == drawer["id"]
         replaced = client.post(
             f"/api/drawers/{drawer['id']}/supersede", json={"content": f"{token} replaced{round_}"}
         )
         assert replaced.status_code == 200
-        assert ids(get(client, q=f"round{round_}", wing=wing)) == []
+        assert ids(get(client, q=f"round{round_}", wing=wing_name)) == []
         replacement = replaced.json()["replacement"]
-        assert ids(get(client, q=f"replaced{round_}", wing=wing)) == [replacement["id"]]
-        deleted = client.delete(f"/api/wings/{wing}/rooms/db/drawers/{replacement['id']}")
+        assert ids(get(client, q=f"replaced{round_}", wing=wing_name)) == [replacement["id"]]
+        deleted = client.delete(f"/api/wings/{wing_name}/rooms/db/drawers/{replacement['id']}")
         assert deleted.status_code == 200, deleted.text
-        assert ids(get(client, q=f"replaced{round_}", wing=wing, include_historical="true")) == []
+        assert (
+            ids(get(client, q=f"replaced{round_}", wing=wing_name, include_historical="true")) == []
+        )
 
 
 # Errors ----------------------------------------------------------------------------------------
@@ -660,10 +654,10 @@ def test_an_unknown_profile_is_refused_naming_it(client: httpx.Client) -> None:
     ],
 )
 def test_an_unknown_wing_or_room_is_404(
-    client: httpx.Client, wing: str, params: dict[str, str], code: str
+    client: httpx.Client, wing_name: str, params: dict[str, str], code: str
 ) -> None:
-    file(client, wing, "db", "a drawer so the wing exists")
-    scoped = {"wing": wing, **params} if "room" in params else params
+    file(client, wing_name, "db", "a drawer so the wing exists")
+    scoped = {"wing": wing_name, **params} if "room" in params else params
     refused(client.get("/api/search", params={"q": "x", **scoped}), 404, code)
     refused(client.post("/api/search", json={"text": "x", "filter": scoped}), 404, code)
     if "room" not in params:
@@ -672,15 +666,15 @@ def test_an_unknown_wing_or_room_is_404(
 
 @pytest.mark.parametrize("route", ["/api/search", "/api/recall"])
 def test_disabled_mode_refuses_and_read_only_allows(
-    client: httpx.Client, wing: str, route: str
+    client: httpx.Client, wing_name: str, route: str
 ) -> None:
-    drawer = file(client, wing, "db", "modes apply to search")
+    drawer = file(client, wing_name, "db", "modes apply to search")
     disabled = {"X-MemCastle-Mode": "disabled"}
     message = refused(client.get(route, params={"q": "modes"}, headers=disabled), 403, FORBIDDEN)
     assert "disabled" in message
     refused(client.post(route, json={"text": "modes"}, headers=disabled), 403, FORBIDDEN)
     read_only = client.get(
-        route, params={"q": "modes", "wing": wing}, headers={"X-MemCastle-Mode": "read_only"}
+        route, params={"q": "modes", "wing": wing_name}, headers={"X-MemCastle-Mode": "read_only"}
     )
     assert read_only.status_code == 200, read_only.text
     assert ids(read_only.json()) == [drawer["id"]]

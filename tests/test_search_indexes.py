@@ -35,17 +35,18 @@ from palace.search.query import to_ns
 from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.service import SearchService
-from tests.daemon import Daemon, wait_for
-from tests.search_palace import (
+from tests.support.clock import Clock
+from tests.support.daemon import Daemon
+from tests.support.instants import rfc3339
+from tests.support.search_palace import (
     CTX,
     STANDIN,
-    Clock,
     SearchPalace,
     external_profile,
     instant,
     ranked,
-    rfc3339,
 )
+from tests.support.waits import wait_for
 
 REBUILT = "search indexes rebuilt"
 DISAGREE = "disagree with the store"

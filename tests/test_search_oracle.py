@@ -45,7 +45,9 @@ from palace.search.lexical import terms
 from palace.search.query import from_body
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from tests.search_palace import CTX, DIMENSIONS, STANDIN, Clock, SearchPalace, instant, rfc3339
+from tests.support.clock import Clock
+from tests.support.instants import rfc3339
+from tests.support.search_palace import CTX, DIMENSIONS, STANDIN, SearchPalace, instant
 
 SEED = 20_260_501
 DRAWERS = 320

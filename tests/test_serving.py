@@ -22,7 +22,8 @@ import pytest
 
 from kernel import __version__
 from kernel.store import bundled_migrations
-from tests.daemon import REPO, Daemon, wait_for
+from tests.support.daemon import REPO, Daemon
+from tests.support.waits import wait_for
 
 EXIT_TIMEOUT = 10.0
 DURABILITY_DRAWERS = 50

@@ -21,7 +21,7 @@ from kernel.config import JobsConfig
 from kernel.context import RequestContext
 from kernel.events import Event, EventBus
 from kernel.store import Store
-from tests.daemon import wait_for
+from tests.support.waits import wait_for
 
 CONFIG = JobsConfig(max_concurrency=1, drain_timeout_secs=10, lease_ttl_secs=30, broker_url=None)
 WAIT = 10.0

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from kernel.logs import MEMCASTLE_LOGGERS, configure_logging
-from tests.daemon import Daemon
+from tests.support.daemon import Daemon
 
 
 def test_ui_is_not_served_unless_enabled(daemon: Daemon) -> None:

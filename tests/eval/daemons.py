@@ -19,10 +19,10 @@ from typing import Any
 
 import httpx
 
-from tests.daemon import Daemon
 from tests.eval import api
 from tests.eval.seeding import Seeded
 from tests.eval.standin import DIMENSIONS
+from tests.support.daemon import Daemon
 
 EMBED_TIMEOUT = 900.0
 """Seconds to wait for a daemon's embed job; the local model embeds tens of drawers a second."""

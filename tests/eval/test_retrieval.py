@@ -17,13 +17,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.daemon import Daemon
 from tests.eval import daemons
 from tests.eval.dataset import load_dataset
 from tests.eval.invariants import scope_violations, separation_failures, temporal_violations
 from tests.eval.report import baseline_path, compare, read_json
 from tests.eval.run import Outcome, run_on
 from tests.eval.vectors import DaemonVectors, StandInVectors
+from tests.support.daemon import Daemon
 
 REPETITIONS = int(os.environ.get("EVAL_REPETITIONS") or 0)
 """Timed passes; none by default here, because latency is never asserted."""

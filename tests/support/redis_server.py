@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon import wait_for
+from tests.support.waits import wait_for
 
 START_TIMEOUT = 15.0
 

@@ -6,7 +6,7 @@ the SDK's `ws://` client sends, and returns the CBOR response a server would sen
 module puts a WebSocket listener in front of it, so a `ws://` client talks to the engine over
 the same protocol, subprotocol (`cbor`) and endpoint (`/rpc`) as to `surreal start`:
 
-    python -m tests.remote_surreal --port 0 [--username root --password secret]
+    python -m tests.support.remote_surreal --port 0 [--username root --password secret]
 
 prints the port it bound on stdout (one line) once it accepts connections, logs to stderr, and
 exits cleanly on SIGTERM or SIGINT. The datastore is `mem://`: it lives as long as the process.
@@ -332,7 +332,9 @@ def _username(raw: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.remote_surreal", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.remote_surreal", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 lets the OS pick (printed)")
     parser.add_argument("--username", type=_username, help="require sign-in as this root user")

@@ -27,7 +27,8 @@ from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery, from_body, from_options
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
-from tests.palace_services import build
+from tests.support.clock import Clock
+from tests.support.palace_services import build
 
 STANDIN = "standin"
 DIMENSIONS = 8
@@ -41,33 +42,10 @@ def external_profile(name: str = STANDIN, dimensions: int = DIMENSIONS) -> Profi
     )
 
 
-class Clock:
-    """A settable clock: the palace's services stamp validity with it, `SearchService` reads
-    "current" from it."""
-
-    def __init__(self, start: dt.datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def set(self, instant: dt.datetime) -> dt.datetime:
-        self.now = instant
-        return instant
-
-    def advance(self, **delta: float) -> dt.datetime:
-        self.now = self.now + dt.timedelta(**delta)
-        return self.now
-
-
 def instant(days: float, *, micros: int = 1) -> dt.datetime:
     """A day of 2025 counted from its start, `micros` past it so never on a whole second."""
     start = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     return start + dt.timedelta(days=days, microseconds=micros)
-
-
-def rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 class SearchPalace:
