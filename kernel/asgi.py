@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kernel.errors import MemCastleError
+from kernel.shapes import Error
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -18,7 +19,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 async def send_error(
     send: Send, error: MemCastleError, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = json.dumps(error.body()).encode()
+    body = json.dumps(Error.render(error.body())).encode()
     await send(
         {
             "type": "http.response.start",
