@@ -25,7 +25,7 @@ from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.validation import parse_instant, parse_limit, parse_uuid
-from palace.drawers import drawer_listing_view
+from palace.drawers import listing_values
 
 ENTITY_LIST_LIMIT = 50
 MENTION_LIST_LIMIT = 200
@@ -150,7 +150,7 @@ class GraphReads:
             if drawer is None:
                 continue
             entry: dict[str, Any] = {
-                "drawer": drawer_listing_view(drawer),
+                "drawer": listing_values(drawer),
                 "observation": edge.get("observation"),
                 "created_at": edge.get("created_at"),
             }

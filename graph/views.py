@@ -20,7 +20,7 @@ from kernel.rest import (
     request_context,
     service,
 )
-from palace.views import DRAWER_LISTING
+from palace.shapes import DrawerListing
 
 
 # The views that read the graph call `GraphReads`.
@@ -290,7 +290,7 @@ class EntityMentionsView(GraphReadsView):
                         child=inline_serializer(
                             "Mention",
                             {
-                                "drawer": DRAWER_LISTING,
+                                "drawer": DrawerListing(),
                                 "observation": serializers.DictField(
                                     help_text="{name (as written), rule, confidence}"
                                 ),
