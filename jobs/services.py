@@ -182,7 +182,7 @@ class JobService:
         return self._repository.demo_steps_written(job_id)
 
     def counts(self) -> dict[str, int]:
-        """Jobs per status, for the status report."""
+        """Jobs per status, for the status report (`jobs.shapes.JobCounts`)."""
         found = self._repository.count_by_status()
         return {status.value: found.get(status.value, 0) for status in Status}
 

@@ -1,5 +1,5 @@
-"""The shapes of what the job service answers: a job and a page of jobs (see `kernel.shapes`;
-a docstring would become a component's description)."""
+"""The shapes of what the job service answers: a job, a page of jobs, and the counts the status
+report carries (see `kernel.shapes`; a docstring would become a component's description)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,13 @@ class JobList(Shape):
     total = serializers.IntegerField()
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
+
+
+# Jobs in each status (`JobService.counts`), every status present.
+class JobCounts(Shape):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    paused = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
