@@ -1,7 +1,9 @@
-"""The OpenAPI document: valid, complete, honest about errors, and fuzzed for server errors."""
+"""The OpenAPI document: valid, complete, honest about errors, changed since the shapes only
+where a declaration was wrong or missing, and fuzzed for server errors."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +12,10 @@ import pytest
 from drf_spectacular.validation import validate_schema
 
 from tests.daemon import Daemon
-from tests.support.openapi import openapi_document
+from tests.support.openapi import differences, openapi_document
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
+BEFORE_SHAPES = Path(__file__).parent / "fixtures" / "openapi-888e330.json"
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +102,108 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "Internal Server Error" not in fresh_daemon.log()
+
+
+# How the document differs from the one before shapes (tests/fixtures/openapi-888e330.json),
+# each difference with why. Every one is a declaration that was wrong or missing; any other
+# difference (a renamed component, a changed operation id, a lost description) fails the test,
+# and so does a listed one that no longer happens.
+CORRECTIONS: dict[str, tuple[str, ...]] = {
+    "A drawer carries `supersedes` and `superseded_by` once it is corrected (api.md History), "
+    "and so do the listings and the search hits that show it": (
+        "added Drawer.supersedes",
+        "added Drawer.superseded_by",
+        "added DrawerListing.supersedes",
+        "added DrawerListing.superseded_by",
+        "added SearchHit.supersedes",
+        "added SearchHit.superseded_by",
+    ),
+    "A drawer's provenance is `{requested_by, job_id}` (api.md History), not any object": (
+        "added DrawerProvenance",
+        "changed Drawer.provenance",
+        "changed SearchHit.provenance",
+    ),
+    "A mined drawer's source carries its document's `origin` (api.md Searching: "
+    "`source.origin`), which the source declared only for requests": ("added DrawerSource.origin",),
+    "A create answers with `created` (api.md Wings, rooms and drawers), which Wing, Room and "
+    "Drawer do not declare: creating a wing or a room, and filing a drawer, a note or a diary "
+    "entry, answer WingCreated, RoomCreated and DrawerFiled": (
+        "added WingCreated",
+        "added RoomCreated",
+        "added DrawerFiled",
+        "changed POST /api/wings 201",
+        "changed POST /api/wings 200",
+        "changed POST /api/wings/{wing}/rooms 201",
+        "changed POST /api/wings/{wing}/rooms 200",
+        "changed POST /api/wings/{wing}/rooms/{room}/drawers 201",
+        "changed POST /api/wings/{wing}/rooms/{room}/drawers 200",
+        "changed POST /api/notes 201",
+        "changed POST /api/notes 200",
+        "changed POST /api/diary 201",
+        "changed POST /api/diary 200",
+    ),
+    "DrawerList gave `wing` and `room` one NamedRef field, so the document lost `wing` and "
+    "titled `room` Wing": (
+        "added DrawerList.wing",
+        "changed DrawerList.room",
+        "changed DrawerList required",
+    ),
+    "Superseded gave both sides one Drawer field, so the document lost `superseded`; and "
+    "`replacement` is null when the drawer is only invalidated (api.md Correcting a drawer)": (
+        "added Superseded.superseded",
+        "changed Superseded.replacement",
+        "changed Superseded required",
+    ),
+    "The wake-up's `diary` is null without a wing, or with no entry in it": (
+        "changed WakeUp.diary",
+    ),
+    "`GET /api/status` was a free-form object; it now declares its fields (the job counts, the "
+    "search indexes' state, the embedding profiles, the request's mode)": (
+        "changed GET /api/status 200",
+        "added StatusReport",
+        "added StatusStore",
+        "added StatusDatastore",
+        "added StatusMigrations",
+        "added StatusEmbeddings",
+        "added JobCounts",
+        "added SearchIndexStatus",
+        "added ModeEnum",
+    ),
+    "A mined source is listed with when it was first and last recorded": (
+        "added MinedSource.created_at",
+        "added MinedSource.updated_at",
+        "changed MinedSource required",
+    ),
+    "A mention's observation is `{name, rule, confidence}` (api.md The knowledge graph)": (
+        "added Observation",
+        "changed Mention.observation",
+        "changed MentionLinked.observation",
+        "changed MentionAlreadyLinked.observation",
+    ),
+    "Where an extractor read a relationship or a mention is declared (api.md The knowledge "
+    "graph: `provenance`)": (
+        "added ExtractionProvenance",
+        "changed Relationship.provenance",
+        "changed Mention.provenance",
+    ),
+    "The graph at a glance and an entity's neighbourhood declared their counts and entities as "
+    "free-form objects": (
+        "added GraphCounts",
+        "added GraphTopEntity",
+        "added GraphNeighbour",
+        "changed Graph.counts",
+        "changed Graph.top",
+        "changed Graph.entities",
+    ),
+}
+
+
+def test_the_document_changed_only_where_a_declaration_was_wrong_or_missing(
+    schema: dict,
+) -> None:
+    before = json.loads(BEFORE_SHAPES.read_text())
+    listed = [change for changes in CORRECTIONS.values() for change in changes]
+    assert len(listed) == len(set(listed)), "a difference is listed twice"
+    found = differences(before, json.loads(json.dumps(schema)))
+    assert sorted(found - set(listed)) == [], "differences no correction explains"
+    assert sorted(set(listed) - found) == [], "listed differences that no longer happen"
