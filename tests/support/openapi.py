@@ -1,16 +1,21 @@
 """The OpenAPI document of the daemon's routes, generated in-process as `/api/schema/` serves it;
-and how two documents differ."""
+and its response schemas made strict, to check real answers against them."""
 
 from __future__ import annotations
 
+import copy
+import datetime as dt
 from typing import Any
 
 from drf_spectacular.generators import SchemaGenerator
+from jsonschema import Draft202012Validator, FormatChecker
 
 from kernel.config import load_config
 from kernel.store import Store
 from memcastle_project.composition import compose
 from memcastle_project.urls import URLConf
+
+COMPONENTS = "#/components/schemas/"
 
 
 def openapi_document() -> dict[str, Any]:
@@ -74,3 +79,92 @@ def _operation_parts(where: str, operation: dict[str, Any]) -> dict[str, Any]:
     for status, value in operation["responses"].items():
         parts[f"{where} {status}"] = value
     return parts
+
+
+def closed(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with every object that declares its properties closed to others.
+
+    OpenAPI lets an object carry keys it does not declare, so a check against the document as
+    served would pass an answer that has drifted from its shape; closed, it fails it."""
+    strict = copy.deepcopy(document)
+    for schema in _every_schema(strict):
+        if "properties" in schema:
+            schema.setdefault("additionalProperties", False)
+    return strict
+
+
+def _every_schema(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every schema object of the document: the components, the bodies of requests and
+    responses, and the schemas inside them."""
+    found: list[dict[str, Any]] = []
+    pending = list(document["components"]["schemas"].values())
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            bodies = [operation.get("requestBody", {}), *operation["responses"].values()]
+            for body in bodies:
+                pending += [media["schema"] for media in body.get("content", {}).values()]
+    while pending:
+        schema = pending.pop()
+        found.append(schema)
+        pending += _inside(schema)
+    return found
+
+
+def _inside(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The schemas a schema is made of (not the names of its properties)."""
+    inner = list(schema.get("properties", {}).values())
+    inner += [schema[key] for key in ("items", "additionalProperties") if key in schema]
+    for key in ("allOf", "anyOf", "oneOf"):
+        inner += schema.get(key, [])
+    return [each for each in inner if isinstance(each, dict)]
+
+
+def response_validator(
+    document: dict[str, Any], method: str, path: str, status: int
+) -> Draft202012Validator:
+    """A JSON Schema validator of the body `method path` documents for `status`, with every
+    object closed (`closed`) and OpenAPI 3.0's `nullable` read as JSON Schema's null type.
+    Raises KeyError when the route does not document that status."""
+    strict = closed(document)
+    operation = strict["paths"][path][method.lower()]
+    schema = operation["responses"][str(status)]["content"]["application/json"]["schema"]
+    components = strict["components"]["schemas"]
+    root = {
+        "$defs": {name: _json_schema(each) for name, each in components.items()},
+        **_json_schema(schema),
+    }
+    return Draft202012Validator(root, format_checker=_FORMATS)
+
+
+def _json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI 3.0 schema as JSON Schema: `nullable` as the null type, references to the
+    components as references to `$defs`."""
+    converted = {key: value for key, value in schema.items() if key != "nullable"}
+    if "properties" in schema:
+        converted["properties"] = {
+            name: _json_schema(each) for name, each in schema["properties"].items()
+        }
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            converted[key] = _json_schema(schema[key])
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in schema:
+            converted[key] = [_json_schema(each) for each in schema[key]]
+    if "$ref" in schema:
+        converted["$ref"] = schema["$ref"].replace(COMPONENTS, "#/$defs/")
+    if not schema.get("nullable"):
+        return converted
+    if "type" in converted:
+        return {**converted, "type": [converted["type"], "null"]}
+    return {"anyOf": [{"type": "null"}, converted]}
+
+
+_FORMATS = FormatChecker()
+
+
+@_FORMATS.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    """RFC 3339 with a zone, as DRF's JSON encoder writes it (`...Z` or an offset)."""
+    if not isinstance(value, str):
+        return True
+    return dt.datetime.fromisoformat(value).tzinfo is not None
