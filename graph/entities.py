@@ -21,6 +21,7 @@ from typing import Any
 from graph import resolution
 from graph.repositories.entities import EntityRepository
 from graph.repositories.records import derived_id
+from graph.shapes import EntityAliased, MentionLinked
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, NotFound, StoreFailed
@@ -91,7 +92,8 @@ class Resolution:
     confidence: float
 
 
-def entity_view(row: Mapping[str, Any]) -> dict[str, Any]:
+def entity_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An entity as `graph.shapes.Entity` renders it: without the keys it is looked up by."""
     return {
         "id": row["id"],
         "name": row["name"],
@@ -175,7 +177,7 @@ class EntityService:
         rest = [item for item, entity in zip(wanted, known, strict=True) if entity is None]
         found = iter(self._resolve_all(rest) if rest else [])
         answers = [
-            Resolution(entity_view(entity), "exact", resolution.CONFIDENCE["exact"])
+            Resolution(entity_values(entity), "exact", resolution.CONFIDENCE["exact"])
             if entity is not None
             else next(found)
             for entity in known
@@ -239,7 +241,7 @@ class EntityService:
                 entity, rule = stored
                 if res.rule != "new" or rule is None:
                     rule = res.rule
-                answers.append(Resolution(entity_view(entity), rule, res.confidence))
+                answers.append(Resolution(entity_values(entity), rule, res.confidence))
         return answers
 
     def _resolve_in(
@@ -271,7 +273,7 @@ class EntityService:
                 else:
                     entity = self._record_alias(entity, name)
                 pool[entity["id"]] = entity
-            return Resolution(entity_view(entity), decision.rule, decision.confidence)
+            return Resolution(entity_values(entity), decision.rule, decision.confidence)
         prepared = _Pending(
             {
                 "id": str(uuid.uuid4()),
@@ -287,7 +289,7 @@ class EntityService:
         )
         pending[prepared.record["id"]] = prepared
         pool[prepared.record["id"]] = prepared.record
-        return Resolution(entity_view(prepared.record), "new", decision.confidence)
+        return Resolution(entity_values(prepared.record), "new", decision.confidence)
 
     def _candidate_rows(self, prepared: _Pending) -> list[dict[str, Any]]:
         record = prepared.record
@@ -388,12 +390,14 @@ class EntityService:
             self._repository.insert_mentions([row])
             existing = self._repository.mention_between(drawer_key, entity_id) or row
             self.events.publish("entity", "updated", id=entity_id)
-        return {
-            "drawer": drawer_key,
-            "entity": resolved.entity,
-            "observation": existing.get("observation"),
-            "created": created,
-        }
+        return MentionLinked.render(
+            {
+                "drawer": drawer_key,
+                "entity": resolved.entity,
+                "observation": existing.get("observation"),
+                "created": created,
+            }
+        )
 
     def add_alias(self, ctx: RequestContext, entity_id: str, data: object) -> dict[str, Any]:
         """Record a spelling of an entity so later sightings converge on it."""
@@ -409,4 +413,4 @@ class EntityService:
             raise InputInvalid("alias", f"must be at most {MAX_NAME_CHARS} characters")
         created = alias != entity["name"] and alias not in (entity.get("aliases") or [])
         entity = self._record_alias(entity, alias)
-        return {**entity_view(entity), "created": created}
+        return EntityAliased.render({**entity_values(entity), "created": created})

@@ -20,7 +20,7 @@ from typing import Any
 
 from graph import resolution
 from graph.entities import MAX_NAME_CHARS, EntityService, Resolution, announce_updated
-from graph.facts import fact_link, relationship_view
+from graph.facts import fact_link, relationship_values
 from graph.repositories.extraction import ExtractionRepository
 from graph.repositories.records import derived_id
 from kernel.clock import utc_now
@@ -310,7 +310,7 @@ class ExtractionRecords:
         instant it did. Returns them closed."""
         closed = self._repository.close_facts_of(drawer_id, at)
         announce_updated(self.events, {r["in"] for r in closed} | {r["out"] for r in closed})
-        return [relationship_view(row) for row in closed]
+        return [relationship_values(row) for row in closed]
 
     def link_successor_facts(self, old_drawer_id: str, new_drawer_id: str) -> int:
         """Link each fact read from the successor drawer `supersedes` the predecessor's facts

@@ -50,10 +50,11 @@ def check_fact_labels(fact: Mapping[str, Any]) -> None:
             label(ref.get("kind"), f"fact.{end}.kind")
 
 
-def relationship_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The assertion as api.md shows it: provenance only where an extractor derived it, the
+def relationship_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The assertion as `graph.shapes.Relationship` renders it (with its lifecycle): its ends
+    by the names api.md gives them, provenance only where an extractor derived it, the
     asserting checkpoint drawer where one asserted it."""
-    view: dict[str, Any] = {
+    values: dict[str, Any] = {
         "id": row["id"],
         "from": row["in"],
         "to": row["out"],
@@ -63,10 +64,10 @@ def relationship_view(row: Mapping[str, Any]) -> dict[str, Any]:
         "valid_to": row.get("valid_to"),
     }
     if row.get("provenance"):
-        view["provenance"] = row["provenance"]
+        values["provenance"] = row["provenance"]
     if row.get("assertion") is not None:
-        view["assertion"] = row["assertion"]
-    return view
+        values["assertion"] = row["assertion"]
+    return values
 
 
 def fact_link(

@@ -136,8 +136,10 @@ def preferred(contenders: Iterable[Assertion]) -> tuple[str, list[str]]:
     return best["id"], list(BASIS[: decided + 1])
 
 
-def link_view(link: Link) -> dict[str, Any]:
-    view = {
+def link_values(link: Link) -> dict[str, Any]:
+    """A fact link as `graph.shapes.FactLink` renders it: its ends by the names api.md gives
+    them, its evidence only when it has one."""
+    values = {
         "from": link["from_id"],
         "to": link["to_id"],
         "kind": link["kind"],
@@ -146,8 +148,8 @@ def link_view(link: Link) -> dict[str, Any]:
         "at": link.get("at"),
     }
     if link.get("evidence") is not None:
-        view["evidence"] = link["evidence"]
-    return view
+        values["evidence"] = link["evidence"]
+    return values
 
 
 def lifecycle(
@@ -164,7 +166,7 @@ def lifecycle(
         key=lambda link: (link.get("at") or at, link["kind"], link["from_id"], link["to_id"]),
     )
     current_state = state(assertion, own, assertions, at)
-    answer: dict[str, Any] = {"state": current_state, "links": [link_view(link) for link in own]}
+    answer: dict[str, Any] = {"state": current_state, "links": [link_values(link) for link in own]}
     if current_state == "conflicting":
         chosen, basis = preferred([assertion, *_open_peers(assertion, own, assertions, at)])
         answer["preferred"] = chosen

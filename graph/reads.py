@@ -17,15 +17,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from graph import lifecycle
-from graph.entities import EntityNotFound, entity_ref, entity_view
-from graph.facts import RelationshipNotFound, relationship_view
+from graph.entities import EntityNotFound, entity_ref, entity_values
+from graph.facts import RelationshipNotFound, relationship_values
 from graph.neighbourhood import Neighbourhood
 from graph.repositories.reads import GraphReadRepository
+from graph.shapes import (
+    EntityCandidates,
+    EntityList,
+    EntityMentions,
+    EntityRelationships,
+    EntityShown,
+    FactHistory,
+    Graph,
+)
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.validation import parse_instant, parse_limit, parse_uuid
-from palace.drawers import drawer_listing_view
+from palace.drawers import listing_values
 
 ENTITY_LIST_LIMIT = 50
 MENTION_LIST_LIMIT = 200
@@ -65,12 +74,13 @@ class GraphReads:
             raise InputInvalid("kind", "must be a string")
         kind_label = kind.strip().lower() if kind else None
         rows = self._repository.list_entities(name or None, kind_label or None, size)
-        return {"entities": [entity_view(row) for row in rows], "limit": size}
+        return EntityList.render({"entities": [entity_values(row) for row in rows], "limit": size})
 
     def show_entity(self, ctx: RequestContext, entity_id: str) -> dict[str, Any]:
         ctx.require_read("show_entity")
         entity = self._entity(entity_id)
-        return {**entity_view(entity), "counts": self._repository.entity_counts(entity["id"])}
+        counts = self._repository.entity_counts(entity["id"])
+        return EntityShown.render({**entity_values(entity), "counts": counts})
 
     def relationships(
         self,
@@ -104,13 +114,15 @@ class GraphReads:
             **{r["id"]: r for r in found["relationships"]},
         }
         listed = self._with_lifecycle(list(rows.values()), found["links"], assertions, at)
-        return {
-            "entity": entity_view(found["entity"]),
-            "as_of": instant,
-            "include_expired": expired,
-            "relationships": listed,
-            "entities": {row["id"]: entity_ref(row) for row in found["entities"]},
-        }
+        return EntityRelationships.render(
+            {
+                "entity": entity_values(found["entity"]),
+                "as_of": instant,
+                "include_expired": expired,
+                "relationships": listed,
+                "entities": {row["id"]: entity_ref(row) for row in found["entities"]},
+            }
+        )
 
     @staticmethod
     def _with_lifecycle(
@@ -127,7 +139,7 @@ class GraphReads:
         ordered = sorted(rows, key=lambda row: (row["valid_from"], row["id"]))
         return [
             {
-                **relationship_view(row),
+                **relationship_values(row),
                 "lifecycle": lifecycle.lifecycle(
                     row, by_assertion.get(row["id"], []), assertions, at
                 ),
@@ -150,14 +162,14 @@ class GraphReads:
             if drawer is None:
                 continue
             entry: dict[str, Any] = {
-                "drawer": drawer_listing_view(drawer),
+                "drawer": listing_values(drawer),
                 "observation": edge.get("observation"),
                 "created_at": edge.get("created_at"),
             }
             if edge.get("provenance"):
                 entry["provenance"] = edge["provenance"]
             listed.append(entry)
-        return {"entity": entity_view(entity), "mentions": listed}
+        return EntityMentions.render({"entity": entity_values(entity), "mentions": listed})
 
     def candidates(self, ctx: RequestContext, entity_id: str) -> dict[str, Any]:
         """The entities that may be this one under another spelling (`possibly_same_as`)."""
@@ -175,13 +187,13 @@ class GraphReads:
                 continue
             listed.append(
                 {
-                    "entity": entity_view(other),
+                    "entity": entity_values(other),
                     "side": "older" if older else "newer",
                     "similarity": edge.get("similarity"),
                     "created_at": edge.get("created_at"),
                 }
             )
-        return {"entity": entity_view(entity), "candidates": listed}
+        return EntityCandidates.render({"entity": entity_values(entity), "candidates": listed})
 
     def history(
         self, ctx: RequestContext, relationship_id: str, *, as_of: object = None
@@ -214,12 +226,14 @@ class GraphReads:
         ends = self._repository.entities_by_ids(
             end for row in assertions.values() for end in (row["in"], row["out"])
         )
-        return {
-            "relationship": start["id"],
-            "as_of": instant,
-            "assertions": listed,
-            "entities": {k: entity_ref(row) for k, row in sorted(ends.items())},
-        }
+        return FactHistory.render(
+            {
+                "relationship": start["id"],
+                "as_of": instant,
+                "assertions": listed,
+                "entities": {k: entity_ref(row) for k, row in sorted(ends.items())},
+            }
+        )
 
     def overview(
         self,
@@ -238,11 +252,12 @@ class GraphReads:
         if entity is None or entity == "":
             if depth not in (None, ""):
                 raise InputInvalid("depth", "needs `entity`")
-            return self._at_a_glance(parse_limit(limit, default=OVERVIEW_TOP))
+            return Graph.render(self._at_a_glance(parse_limit(limit, default=OVERVIEW_TOP)))
         if not isinstance(entity, str):
             raise InputInvalid("entity", "must be an entity id")
         hops = _depth(depth)
-        return self._around(entity, hops, parse_limit(limit, default=NEIGHBOURHOOD_LIMIT), instant)
+        size = parse_limit(limit, default=NEIGHBOURHOOD_LIMIT)
+        return Graph.render(self._around(entity, hops, size, instant))
 
     def _at_a_glance(self, size: int) -> dict[str, Any]:
         """The counts, and the `size` entities with the most relationships valid now."""
@@ -253,7 +268,7 @@ class GraphReads:
         return {
             "counts": counts,
             "top": [
-                {**entity_view(rows[entity_id]), "relationships": n}
+                {**entity_values(rows[entity_id]), "relationships": n}
                 for entity_id, n in top
                 if entity_id in rows
             ],
@@ -274,11 +289,11 @@ class GraphReads:
         assertions = {**self._repository.relationships_by_ids(peer_ids), **relationships}
         rows = self._repository.entities_by_ids(reached)
         return {
-            "entity": entity_view(center),
+            "entity": entity_values(center),
             "depth": hops,
             "as_of": instant,
             "entities": [
-                {**entity_view(rows[k]), "distance": reached[k]}
+                {**entity_values(rows[k]), "distance": reached[k]}
                 for k in sorted(
                     reached, key=lambda k: (reached[k], rows[k]["name"] if k in rows else "", k)
                 )

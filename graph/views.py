@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -12,6 +10,19 @@ from rest_framework.response import Response
 
 from graph.entities import EntityService
 from graph.reads import GraphReads
+from graph.shapes import (
+    EntityAliased,
+    EntityAlreadyAliased,
+    EntityCandidates,
+    EntityList,
+    EntityMentions,
+    EntityRelationships,
+    EntityShown,
+    FactHistory,
+    Graph,
+    MentionAlreadyLinked,
+    MentionLinked,
+)
 from kernel.rest import (
     MODE_PARAMETER,
     MemCastleView,
@@ -20,7 +31,6 @@ from kernel.rest import (
     request_context,
     service,
 )
-from palace.views import DRAWER_LISTING
 
 
 # The views that read the graph call `GraphReads`.
@@ -31,140 +41,6 @@ class GraphReadsView(MemCastleView):
 # A person's mention of an entity and a recorded alias call `EntityService`.
 class EntityServiceView(MemCastleView):
     entities: EntityService = service()
-
-
-def entity_fields() -> dict[str, serializers.Field]:
-    return {
-        "id": serializers.UUIDField(),
-        "name": serializers.CharField(help_text="the canonical name, never rewritten"),
-        "kind": serializers.CharField(),
-        "aliases": serializers.ListField(
-            child=serializers.CharField(), help_text="the other spellings it was seen under"
-        ),
-        "properties": serializers.DictField(),
-        "created_at": serializers.DateTimeField(),
-    }
-
-
-def _entity_class() -> type[serializers.Serializer]:
-    return type(inline_serializer("Entity", entity_fields()))
-
-
-def _entity_ref_class() -> type[serializers.Serializer]:
-    return type(
-        inline_serializer(
-            "EntityRef",
-            {
-                "id": serializers.UUIDField(),
-                "name": serializers.CharField(),
-                "kind": serializers.CharField(),
-            },
-        )
-    )
-
-
-def _fact_link_class() -> type[serializers.Serializer]:
-    return type(
-        inline_serializer(
-            "FactLink",
-            {
-                "from": serializers.UUIDField(),
-                "to": serializers.UUIDField(),
-                "kind": serializers.CharField(
-                    help_text="confirms, contradicts, supersedes, refines or invalidates"
-                ),
-                "origin": serializers.ChoiceField(["inferred", "explicit"]),
-                "reason": serializers.CharField(),
-                "at": serializers.DateTimeField(),
-                "evidence": serializers.UUIDField(required=False, help_text="a drawer id"),
-            },
-        )
-    )
-
-
-def _lifecycle_class() -> type[serializers.Serializer]:
-    return type(
-        inline_serializer(
-            "FactLifecycle",
-            {
-                "state": serializers.ChoiceField(
-                    ["current", "conflicting", "superseded", "invalidated", "historical"]
-                ),
-                "links": serializers.ListField(child=fact_link()),
-                "preferred": serializers.UUIDField(
-                    required=False, help_text="conflicting only: a ranking hint, never a verdict"
-                ),
-                "basis": serializers.ListField(
-                    child=serializers.CharField(),
-                    required=False,
-                    help_text="the tie-break chain that chose `preferred`: explicit, confidence, "
-                    "valid_from, id",
-                ),
-            },
-        )
-    )
-
-
-def _relationship_class() -> type[serializers.Serializer]:
-    return type(
-        inline_serializer(
-            "Relationship",
-            {
-                "id": serializers.UUIDField(),
-                "from": serializers.UUIDField(help_text="the subject entity"),
-                "to": serializers.UUIDField(help_text="the object entity"),
-                "predicate": serializers.CharField(),
-                "confidence": serializers.FloatField(),
-                "valid_from": serializers.DateTimeField(),
-                "valid_to": serializers.DateTimeField(allow_null=True),
-                "provenance": serializers.DictField(
-                    required=False, help_text="where an extractor read it; absent on asserted facts"
-                ),
-                "assertion": serializers.UUIDField(
-                    required=False, help_text="the checkpoint drawer that asserted it"
-                ),
-                "lifecycle": lifecycle(),
-            },
-        )
-    )
-
-
-_CLASSES: dict[str, type[serializers.Serializer]] = {}
-
-
-def _instance(
-    name: str, build: Callable[[], type[serializers.Serializer]]
-) -> serializers.Serializer:
-    """A fresh instance of one class per shape, so the schema has one component per shape."""
-    if name not in _CLASSES:
-        _CLASSES[name] = build()
-    return _CLASSES[name]()
-
-
-def entity() -> serializers.Serializer:
-    return _instance("entity", _entity_class)
-
-
-def entity_ref() -> serializers.Serializer:
-    return _instance("entity_ref", _entity_ref_class)
-
-
-def fact_link() -> serializers.Serializer:
-    return _instance("fact_link", _fact_link_class)
-
-
-def lifecycle() -> serializers.Serializer:
-    return _instance("lifecycle", _lifecycle_class)
-
-
-def relationship() -> serializers.Serializer:
-    return _instance("relationship", _relationship_class)
-
-
-def entity_names() -> serializers.Field:
-    return serializers.DictField(
-        child=entity_ref(), help_text="the entities the relationships relate, by id"
-    )
 
 
 ENTITY_ID = OpenApiParameter("entity_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -184,16 +60,7 @@ class EntitiesView(GraphReadsView):
             OpenApiParameter("kind", str),
             OpenApiParameter("limit", int, description="50 by default, 0 means 50, at most 200"),
         ],
-        responses={
-            200: inline_serializer(
-                "EntityList",
-                {
-                    "entities": serializers.ListField(child=entity()),
-                    "limit": serializers.IntegerField(),
-                },
-            ),
-            **errors(400, 403),
-        },
+        responses={200: EntityList, **errors(400, 403)},
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
@@ -211,22 +78,7 @@ class EntityView(GraphReadsView):
     @extend_schema(
         summary="Show an entity with its mention and relationship counts",
         parameters=[MODE_PARAMETER, ENTITY_ID],
-        responses={
-            200: inline_serializer(
-                "EntityShown",
-                {
-                    **entity_fields(),
-                    "counts": inline_serializer(
-                        "EntityCounts",
-                        {
-                            "mentions": serializers.IntegerField(),
-                            "relationships": serializers.IntegerField(),
-                        },
-                    ),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: EntityShown, **errors(400, 403, 404)},
     )
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(self.graph_reads.show_entity(request_context(request), entity_id))
@@ -245,19 +97,7 @@ class EntityRelationshipsView(GraphReadsView):
             ),
             AS_OF,
         ],
-        responses={
-            200: inline_serializer(
-                "EntityRelationships",
-                {
-                    "entity": entity(),
-                    "as_of": serializers.DateTimeField(allow_null=True),
-                    "include_expired": serializers.BooleanField(),
-                    "relationships": serializers.ListField(child=relationship()),
-                    "entities": entity_names(),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: EntityRelationships, **errors(400, 403, 404)},
     )
     def get(self, request: Request, entity_id: str) -> Response:
         params = request.query_params
@@ -281,30 +121,7 @@ class EntityMentionsView(GraphReadsView):
             ENTITY_ID,
             OpenApiParameter("limit", int, description="200 by default, at most 200"),
         ],
-        responses={
-            200: inline_serializer(
-                "EntityMentions",
-                {
-                    "entity": entity(),
-                    "mentions": serializers.ListField(
-                        child=inline_serializer(
-                            "Mention",
-                            {
-                                "drawer": DRAWER_LISTING,
-                                "observation": serializers.DictField(
-                                    help_text="{name (as written), rule, confidence}"
-                                ),
-                                "provenance": serializers.DictField(
-                                    required=False, help_text="absent on a person-made link"
-                                ),
-                                "created_at": serializers.DateTimeField(),
-                            },
-                        )
-                    ),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: EntityMentions, **errors(400, 403, 404)},
     )
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(
@@ -318,26 +135,7 @@ class EntityCandidatesView(GraphReadsView):
     @extend_schema(
         summary="Entities that may be this one under another spelling (possibly_same_as)",
         parameters=[MODE_PARAMETER, ENTITY_ID],
-        responses={
-            200: inline_serializer(
-                "EntityCandidates",
-                {
-                    "entity": entity(),
-                    "candidates": serializers.ListField(
-                        child=inline_serializer(
-                            "EntityCandidate",
-                            {
-                                "entity": entity(),
-                                "side": serializers.ChoiceField(["older", "newer"]),
-                                "similarity": serializers.FloatField(),
-                                "created_at": serializers.DateTimeField(),
-                            },
-                        )
-                    ),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: EntityCandidates, **errors(400, 403, 404)},
     )
     def get(self, request: Request, entity_id: str) -> Response:
         return Response(self.graph_reads.candidates(request_context(request), entity_id))
@@ -354,17 +152,7 @@ class EntityAliasesView(EntityServiceView):
                 "requested_by": serializers.CharField(required=False),
             },
         ),
-        responses={
-            201: inline_serializer(
-                "EntityAliased",
-                {**entity_fields(), "created": serializers.BooleanField()},
-            ),
-            200: inline_serializer(
-                "EntityAlreadyAliased",
-                {**entity_fields(), "created": serializers.BooleanField()},
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={201: EntityAliased, 200: EntityAlreadyAliased, **errors(400, 403, 404)},
     )
     def post(self, request: Request, entity_id: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -386,27 +174,7 @@ class DrawerMentionsView(EntityServiceView):
                 "requested_by": serializers.CharField(required=False),
             },
         ),
-        responses={
-            201: inline_serializer(
-                "MentionLinked",
-                {
-                    "drawer": serializers.UUIDField(),
-                    "entity": entity(),
-                    "observation": serializers.DictField(),
-                    "created": serializers.BooleanField(),
-                },
-            ),
-            200: inline_serializer(
-                "MentionAlreadyLinked",
-                {
-                    "drawer": serializers.UUIDField(),
-                    "entity": entity(),
-                    "observation": serializers.DictField(),
-                    "created": serializers.BooleanField(),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={201: MentionLinked, 200: MentionAlreadyLinked, **errors(400, 403, 404)},
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -423,18 +191,7 @@ class RelationshipHistoryView(GraphReadsView):
             OpenApiParameter("relationship_id", OpenApiTypes.UUID, OpenApiParameter.PATH),
             AS_OF,
         ],
-        responses={
-            200: inline_serializer(
-                "FactHistory",
-                {
-                    "relationship": serializers.UUIDField(),
-                    "as_of": serializers.DateTimeField(allow_null=True),
-                    "assertions": serializers.ListField(child=relationship()),
-                    "entities": entity_names(),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: FactHistory, **errors(400, 403, 404)},
     )
     def get(self, request: Request, relationship_id: str) -> Response:
         return Response(
@@ -462,29 +219,7 @@ class GraphView(GraphReadsView):
             AS_OF,
         ],
         responses={
-            200: inline_serializer(
-                "Graph",
-                {
-                    "counts": serializers.DictField(
-                        required=False,
-                        child=serializers.IntegerField(),
-                        help_text="overview: entities, relationships, mentions, fact_links",
-                    ),
-                    "top": serializers.ListField(
-                        required=False,
-                        child=serializers.DictField(),
-                        help_text="overview: the most connected entities, with relationships",
-                    ),
-                    "entity": inline_serializer("GraphCentre", entity_fields(), required=False),
-                    "depth": serializers.IntegerField(required=False),
-                    "as_of": serializers.DateTimeField(required=False, allow_null=True),
-                    "entities": serializers.ListField(
-                        required=False, child=serializers.DictField()
-                    ),
-                    "relationships": serializers.ListField(required=False, child=relationship()),
-                    "truncated": serializers.BooleanField(required=False),
-                },
-            ),
+            200: Graph,
             **errors(400, 403, 404),
         },
     )

@@ -16,6 +16,7 @@ from typing import Any
 from jobs import kinds
 from jobs.executor import MAX_ATTEMPTS, Executor
 from jobs.repository import JobRepository
+from jobs.shapes import Job, JobList
 from jobs.states import Status, transition
 from kernel.clock import utc_now
 from kernel.context import RequestContext
@@ -29,15 +30,6 @@ JOB_LIST_LIMIT = 50
 # A control request re-reads and tries again this many times before calling the job contended.
 CONTROL_ATTEMPTS = 3
 ACTIONS = ("pause", "resume", "cancel", "force-cancel", "retry")
-OPTIONAL_FIELDS = (
-    "started_at",
-    "completed_at",
-    "result",
-    "error",
-    "error_code",
-    "lease_owner",
-    "lease_expires_at",
-)
 
 
 class JobIdInvalid(InputInvalid):
@@ -62,15 +54,15 @@ class JobOrphaned(Conflict):
     )
 
 
-def job_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The job record with every optional field present (null when unset)."""
-    view = {key: value for key, value in row.items() if key != "claim_rank"}
-    for field in OPTIONAL_FIELDS:
-        view.setdefault(field, None)
-    view["checkpoint"] = row.get("checkpoint") or {}
-    view["pause_requested"] = bool(row.get("pause_requested"))
-    view["cancel_requested"] = bool(row.get("cancel_requested"))
-    return view
+def job_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The job record as `jobs.shapes.Job` renders it (which adds the optional fields unset, as
+    null): without the claim order the database computes, its checkpoint `{}` until the
+    handler saves one, and its stop requests false unless made."""
+    values = {key: value for key, value in row.items() if key != "claim_rank"}
+    values["checkpoint"] = row.get("checkpoint") or {}
+    values["pause_requested"] = bool(row.get("pause_requested"))
+    values["cancel_requested"] = bool(row.get("cancel_requested"))
+    return values
 
 
 def parse_job_id(raw: str) -> str:
@@ -143,7 +135,7 @@ class JobService:
         )
         self.executor.announce(row, "created")
         self.executor.dispatch(row["id"])
-        return job_view(row)
+        return Job.render(job_values(row))
 
     def list_jobs(
         self,
@@ -162,16 +154,18 @@ class JobService:
         rows, total = self._repository.page(
             status=wanted_status, kind=wanted_kind, limit=page_size, offset=start
         )
-        return {
-            "jobs": [job_view(row) for row in rows],
-            "total": total,
-            "limit": page_size,
-            "offset": start,
-        }
+        return JobList.render(
+            {
+                "jobs": [job_values(row) for row in rows],
+                "total": total,
+                "limit": page_size,
+                "offset": start,
+            }
+        )
 
     def show(self, ctx: RequestContext, job_id: str) -> dict[str, Any]:
         ctx.require_read("job_show")
-        return job_view(self._get(parse_job_id(job_id)))
+        return Job.render(job_values(self._get(parse_job_id(job_id))))
 
     def record(self, job_id: str) -> dict[str, Any] | None:
         """A job's row as stored, for the job kinds that build on another job (a repair on its
@@ -189,7 +183,7 @@ class JobService:
         return self._repository.demo_steps_written(job_id)
 
     def counts(self) -> dict[str, int]:
-        """Jobs per status, for the status report."""
+        """Jobs per status, for the status report (`jobs.shapes.JobCounts`)."""
         found = self._repository.count_by_status()
         return {status.value: found.get(status.value, 0) for status in Status}
 
@@ -221,7 +215,7 @@ class JobService:
                 continue
             self.executor.announce(written, "updated")
             self._after(action, move, row, written)
-            return job_view(written)
+            return Job.render(job_values(written))
         raise JobContended(f"job {job_id} kept changing state; nothing was changed")
 
     @staticmethod

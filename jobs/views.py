@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from jobs.services import ACTIONS, JobService
+from jobs.shapes import Job, JobList
 from jobs.states import Status
 from kernel.rest import (
     MODE_PARAMETER,
@@ -18,39 +19,6 @@ from kernel.rest import (
     service,
 )
 
-JOB = inline_serializer(
-    "Job",
-    {
-        "id": serializers.UUIDField(),
-        "kind": serializers.DictField(help_text="the submitted body: `type` and its parameters"),
-        "status": serializers.ChoiceField([s.value for s in Status]),
-        "priority": serializers.IntegerField(help_text="100 critical ... 0 background"),
-        "created_at": serializers.DateTimeField(),
-        "updated_at": serializers.DateTimeField(),
-        "started_at": serializers.DateTimeField(allow_null=True),
-        "completed_at": serializers.DateTimeField(allow_null=True),
-        "requested_by": serializers.CharField(),
-        "progress": inline_serializer(
-            "JobProgress",
-            {
-                "current": serializers.IntegerField(),
-                "total": serializers.IntegerField(required=False),
-                "message": serializers.CharField(required=False),
-            },
-        ),
-        "attempt": serializers.IntegerField(help_text="claims so far"),
-        "recovery_attempts": serializers.IntegerField(help_text="crashes survived"),
-        "max_attempts": serializers.IntegerField(help_text="crash budget"),
-        "checkpoint": serializers.DictField(help_text="the handler's resume state"),
-        "result": serializers.DictField(allow_null=True),
-        "error": serializers.CharField(allow_null=True),
-        "error_code": serializers.CharField(allow_null=True),
-        "lease_owner": serializers.CharField(allow_null=True),
-        "lease_expires_at": serializers.DateTimeField(allow_null=True),
-        "pause_requested": serializers.BooleanField(),
-        "cancel_requested": serializers.BooleanField(),
-    },
-)
 SUBMISSION = inline_serializer(
     "JobSubmission",
     {
@@ -121,18 +89,7 @@ class JobsView(JobServiceView):
             OpenApiParameter("limit", int, description="50 by default, 0 means 50, at most 200"),
             OpenApiParameter("offset", int, description="jobs to skip"),
         ],
-        responses={
-            200: inline_serializer(
-                "JobList",
-                {
-                    "jobs": serializers.ListField(child=JOB),
-                    "total": serializers.IntegerField(),
-                    "limit": serializers.IntegerField(),
-                    "offset": serializers.IntegerField(),
-                },
-            ),
-            **errors(400, 403),
-        },
+        responses={200: JobList, **errors(400, 403)},
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
@@ -150,7 +107,7 @@ class JobsView(JobServiceView):
         summary="Submit a job; it is returned at once, queued",
         parameters=[MODE_PARAMETER],
         request=SUBMISSION,
-        responses={201: JOB, **errors(400, 403)},
+        responses={201: Job, **errors(400, 403)},
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
@@ -161,7 +118,7 @@ class JobView(JobServiceView):
     @extend_schema(
         summary="Show a job: status, progress, checkpoint and result",
         parameters=[MODE_PARAMETER],
-        responses={200: JOB, **errors(400, 403, 404)},
+        responses={200: Job, **errors(400, 403, 404)},
     )
     def get(self, request: Request, job_id: str) -> Response:
         return Response(self.jobs.show(request_context(request), job_id))
@@ -172,7 +129,7 @@ class JobControlView(JobServiceView):
         summary="Pause, resume, cancel, force-cancel or retry a job (never mode-gated)",
         parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(ACTIONS))],
         request=None,
-        responses={200: JOB, **errors(400, 404, 409)},
+        responses={200: Job, **errors(400, 404, 409)},
     )
     def post(self, request: Request, job_id: str, action: str) -> Response:
         refuse_body_fields(request)

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from kernel.errors import MemCastleError
+from kernel.shapes import Error
 
 # A message received is the server's dict; a message sent is only read, so any mapping will do.
 Scope = dict[str, Any]
@@ -19,7 +20,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 async def send_error(
     send: Send, error: MemCastleError, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = json.dumps(error.body()).encode()
+    body = json.dumps(Error.render(error.body())).encode()
     await send(
         {
             "type": "http.response.start",

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
 from django.http import Http404, HttpRequest, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-from rest_framework import exceptions, serializers
+from rest_framework import exceptions
 from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -23,17 +23,10 @@ from rest_framework.views import APIView
 
 from kernel.context import MODE_HEADER, RequestContext
 from kernel.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
+from kernel.shapes import Error
 from kernel.validation import body_object
 
 logger = logging.getLogger("memcastle.api")
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The error body of every interface."""
-
-    error = serializers.CharField(help_text="what failed")
-    code = serializers.CharField(help_text="stable identifier, e.g. memcastle::mode::forbidden")
-    help = serializers.CharField(help_text="what to do about it")
 
 
 ERROR_MEANINGS = {
@@ -60,8 +53,7 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     """OpenAPI responses for the error statuses a route can answer (401 and 500 always)."""
     codes = sorted({*statuses, 401, 500})
     return {
-        code: OpenApiResponse(response=ErrorSerializer, description=ERROR_MEANINGS[code])
-        for code in codes
+        code: OpenApiResponse(response=Error, description=ERROR_MEANINGS[code]) for code in codes
     }
 
 
@@ -202,7 +194,7 @@ def route_not_found() -> MemCastleError:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's EXCEPTION_HANDLER: every failure of a view becomes the error body."""
     error = route_not_found() if isinstance(exc, Http404) else _translate(exc)
-    response = Response(error.body(), status=error.status)
+    response = Response(Error.render(error.body()), status=error.status)
     if error.expected:
         # Django's `log_response` skips a response marked as logged already (a private flag the
         # stubs do not declare).
@@ -216,14 +208,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     error = route_not_found()
-    return JsonResponse(error.body(), status=error.status)
+    return JsonResponse(Error.render(error.body()), status=error.status)
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     error = InputInvalid("request", "could not be read")
-    return JsonResponse(error.body(), status=error.status)
+    return JsonResponse(Error.render(error.body()), status=error.status)
 
 
 def handler500(request: HttpRequest) -> JsonResponse:
     error = ServerFailed()
-    return JsonResponse(error.body(), status=error.status)
+    return JsonResponse(Error.render(error.body()), status=error.status)

@@ -23,6 +23,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from kernel import __version__
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid, MemCastleError, ServerFailed
+from kernel.shapes import Error
 from mcp_bridge.tools import BY_NAME, MODE_KEY, TOOLS, Call, Tool, ToolServices
 
 logger = logging.getLogger(__name__)
@@ -127,10 +128,10 @@ def tool_caller(
             # Services are synchronous; they run on the thread the REST views use.
             answer = await sync_to_async(tool.run, thread_sensitive=True)(call)
         except MemCastleError as error:
-            return rendered(error.body(), is_error=True)
+            return rendered(Error.render(error.body()), is_error=True)
         except Exception:
             logger.exception("unexpected failure in MCP tool %s", params.name)
-            return rendered(ServerFailed().body(), is_error=True)
+            return rendered(Error.render(ServerFailed().body()), is_error=True)
         return rendered(answer)
 
     return call_tool

@@ -17,6 +17,7 @@ from typing import Any
 from kernel.context import RequestContext
 from kernel.errors import MemCastleError
 from memcastle_project.repository import TokenRepository
+from memcastle_project.shapes import Revoked, Token
 
 logger = logging.getLogger(__name__)
 
@@ -75,14 +76,11 @@ class TokenService:
         created_at = dt.datetime.now(dt.UTC)
         self._repository.replace(digest(token), ALGORITHM, VERSION, created_at)
         logger.info("a new API token was generated (requested by %s)", ctx.requested_by)
-        return {
-            "token": token,
-            "algorithm": ALGORITHM,
-            "version": VERSION,
-            "created_at": created_at,
-        }
+        return Token.render(
+            {"token": token, "algorithm": ALGORITHM, "version": VERSION, "created_at": created_at}
+        )
 
-    def revoke(self, ctx: RequestContext) -> dict[str, bool]:
+    def revoke(self, ctx: RequestContext) -> dict[str, Any]:
         self._repository.delete()
         logger.info("the API token was revoked (requested by %s)", ctx.requested_by)
-        return {"revoked": True}
+        return Revoked.render({"revoked": True})

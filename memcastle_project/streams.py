@@ -18,6 +18,7 @@ from kernel.context import MODE_HEADER, RequestContext
 from kernel.errors import MemCastleError
 from kernel.events import EventBus, Subscription
 from kernel.rest import method_not_allowed
+from kernel.shapes import Error
 
 
 def frame(kind: str, data: dict[str, Any]) -> bytes:
@@ -40,7 +41,7 @@ async def _frames(subscription: Subscription, keepalive_secs: float) -> AsyncIte
 
 
 def _refusal(error: MemCastleError) -> JsonResponse:
-    return JsonResponse(error.body(), status=error.status)
+    return JsonResponse(Error.render(error.body()), status=error.status)
 
 
 def event_stream(

@@ -13,15 +13,16 @@ from kernel.config import Config
 from kernel.context import RequestContext
 from kernel.errors import MemCastleError
 from kernel.store import Store
+from memcastle_project.shapes import Health, Shutdown, StatusReport
 from palace.embeddings.service import EmbeddingService
 from palace.hierarchy import HierarchyService
 from palace.search.indexes import SearchIndexes
 
 
-def health() -> dict[str, str]:
+def health() -> dict[str, Any]:
     """Cheap and always open: it touches nothing, so a supervisor never restarts a daemon
     that would recover on its own."""
-    return {"status": "ok"}
+    return Health.render({"status": "ok"})
 
 
 class SystemService:
@@ -68,31 +69,34 @@ class SystemService:
         if error:
             datastore["error"] = error
         default = self.embeddings.default
-        return {
-            "version": __version__,
-            "pid": self.pid,
-            "started_at": self.started_at,
-            "uptime_secs": int((now - self.started_at).total_seconds()),
-            "bind_addr": self.bind_addr,
-            "mcp_url": f"http://{self.bind_addr}/mcp",
-            "palace": str(self.config.palace_path),
-            "store": {"mode": self.store.mode},
-            "datastore": datastore,
-            "migrations": migrations,
-            "drawers": drawers,
-            "jobs": jobs,
-            "search": self.indexes.status(),
-            "embeddings": {
-                "default_profile": default.name if default else None,
-                "profiles": {
-                    name: profile.provenance() for name, profile in self.embeddings.profiles.items()
+        return StatusReport.render(
+            {
+                "version": __version__,
+                "pid": self.pid,
+                "started_at": self.started_at,
+                "uptime_secs": int((now - self.started_at).total_seconds()),
+                "bind_addr": self.bind_addr,
+                "mcp_url": f"http://{self.bind_addr}/mcp",
+                "palace": str(self.config.palace_path),
+                "store": {"mode": self.store.mode},
+                "datastore": datastore,
+                "migrations": migrations,
+                "drawers": drawers,
+                "jobs": jobs,
+                "search": self.indexes.status(),
+                "embeddings": {
+                    "default_profile": default.name if default else None,
+                    "profiles": {
+                        name: profile.provenance()
+                        for name, profile in self.embeddings.profiles.items()
+                    },
                 },
-            },
-            "auth_enabled": self.config.auth_enabled,
-            "mode": ctx.mode.value,
-        }
+                "auth_enabled": self.config.auth_enabled,
+                "mode": ctx.mode.value,
+            }
+        )
 
-    def shutdown(self) -> dict[str, bool]:
+    def shutdown(self) -> dict[str, Any]:
         """Never gated by a memory mode; the daemon drains and exits with status 0."""
         self.request_shutdown()
-        return {"shutting_down": True}
+        return Shutdown.render({"shutting_down": True})

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,13 +19,14 @@ from kernel.rest import (
     service,
 )
 from memcastle_project.auth import TokenService
+from memcastle_project.shapes import Health, Revoked, Shutdown, StatusReport, Token
 from memcastle_project.system import SystemService, health
 
 
 class HealthView(MemCastleView):
     @extend_schema(
         summary="Liveness probe; always open, never touches the datastore",
-        responses={200: inline_serializer("Health", {"status": serializers.CharField()})},
+        responses={200: Health},
     )
     def get(self, request: Request) -> Response:
         return Response(health())
@@ -37,7 +37,7 @@ class StatusView(MemCastleView):
 
     @extend_schema(
         summary="Status report (an unhealthy datastore is reported inside a 200)",
-        responses={200: serializers.DictField(), **errors(400)},
+        responses={200: StatusReport, **errors(400)},
     )
     def get(self, request: Request) -> Response:
         return Response(self.system.status(request_context(request)))
@@ -49,9 +49,7 @@ class ShutdownView(MemCastleView):
     @extend_schema(
         summary="Stop the daemon gracefully",
         request=None,
-        responses={
-            202: inline_serializer("Shutdown", {"shutting_down": serializers.BooleanField()})
-        },
+        responses={202: Shutdown},
     )
     def post(self, request: Request) -> Response:
         return Response(self.system.shutdown(), status=202)
@@ -63,18 +61,7 @@ class TokenView(MemCastleView):
     @extend_schema(
         summary="Generate the API token (shown once; replaces the previous one)",
         request=None,
-        responses={
-            201: inline_serializer(
-                "Token",
-                {
-                    "token": serializers.CharField(),
-                    "algorithm": serializers.CharField(),
-                    "version": serializers.IntegerField(),
-                    "created_at": serializers.DateTimeField(),
-                },
-            ),
-            **errors(400),
-        },
+        responses={201: Token, **errors(400)},
     )
     def post(self, request: Request) -> Response:
         refuse_body_fields(request)
@@ -87,10 +74,7 @@ class TokenView(MemCastleView):
     @extend_schema(
         summary="Revoke the generated API token (the configured secret is unaffected)",
         request=None,
-        responses={
-            200: inline_serializer("Revoked", {"revoked": serializers.BooleanField()}),
-            **errors(400),
-        },
+        responses={200: Revoked, **errors(400)},
     )
     def delete(self, request: Request) -> Response:
         return Response(self.tokens.revoke(administrative_context(request)))

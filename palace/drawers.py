@@ -1,5 +1,5 @@
 """What a drawer is made of: verbatim content, its digests, its source and its provenance; and
-how a stored drawer is shown."""
+the values a stored drawer shows (`palace.shapes` declares how)."""
 
 from __future__ import annotations
 
@@ -104,30 +104,35 @@ def derived(content: str) -> dict[str, Any]:
     }
 
 
-def _drawer_common(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Absent optional fields made explicit; lineage links only when set."""
-    view = {
+def _shown_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a stored drawer an answer shows: those set, but the daemon's own; `name`
+    and `valid_to` null when unset, in the place answers have always had them (before what an
+    answer adds to a drawer, such as `created` or a hit's `score`); and the source as this
+    version reads it."""
+    values = {
         key: value for key, value in row.items() if value is not None and key not in INTERNAL_FIELDS
     }
-    view["name"] = row.get("name")
-    view["valid_to"] = row.get("valid_to")
-    view["source"] = read_source(row.get("source"))
-    return view
+    values["name"] = row.get("name")
+    values["valid_to"] = row.get("valid_to")
+    values["source"] = read_source(row.get("source"))
+    return values
 
 
-def drawer_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored drawer verbatim."""
-    view = _drawer_common(row)
-    view["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
-    return view
+def drawer_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored drawer verbatim, as `palace.shapes.Drawer` renders it: its provenance says
+    `job_id: null` when no job filed it."""
+    values = _shown_fields(row)
+    values["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
+    return values
 
 
-def drawer_listing_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listing entry: everything but the content, which only a preview stands for."""
-    view = _drawer_common({k: v for k, v in row.items() if k not in ("head", "length")})
-    view["preview"] = preview(row["head"])
-    view["length"] = row["length"]
-    return view
+def listing_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry, as `palace.shapes.DrawerListing` renders it: everything but the
+    content, which only a preview stands for."""
+    values = _shown_fields({k: v for k, v in row.items() if k not in ("head", "length")})
+    values["preview"] = preview(row["head"])
+    values["length"] = row["length"]
+    return values
 
 
 def announce(events: EventBus, drawer: Mapping[str, Any], action: str) -> None:

@@ -23,10 +23,11 @@ from kernel.events import EventBus
 from kernel.store import Statement, UniqueViolation
 from kernel.validation import body_object, parse_instant, refuse_unknown, string_list
 from palace import dedup, drawers
-from palace.drawers import announce, drawer_view
+from palace.drawers import announce, drawer_values
 from palace.hierarchy import HierarchyService
 from palace.names import check_drawer_name
 from palace.repositories.filing import FilingRepository
+from palace.shapes import DrawerDuplicates, DrawerFiled
 
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
 # How many rooms writes keep by the references they named them by. Resolving a batch's rooms by
@@ -126,7 +127,7 @@ class FilingService:
             ),
         )
         drawer, created = self.file(ctx, wing_ref, room_ref, filing)
-        return {**drawer_view(drawer), "created": created}
+        return DrawerFiled.render({**drawer_values(drawer), "created": created})
 
     def file(
         self, ctx: RequestContext, wing_ref: str, room_ref: str, filing: Filing
@@ -360,7 +361,7 @@ class FilingService:
                 continue
             similar.append(
                 {
-                    "drawer": drawer_view(other),
+                    "drawer": drawer_values(other),
                     "side": "older" if older else "newer",
                     "kind": edge["kind"],
                     "similarity": edge["similarity"],
@@ -368,4 +369,4 @@ class FilingService:
                     "created_at": edge["created_at"],
                 }
             )
-        return {"drawer": drawer_view(drawer), "similar": similar}
+        return DrawerDuplicates.render({"drawer": drawer_values(drawer), "similar": similar})

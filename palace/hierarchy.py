@@ -29,9 +29,20 @@ from kernel.validation import (
     parse_uuid,
     refuse_unknown,
 )
-from palace.drawers import announce, drawer_listing_view, drawer_view
+from palace.drawers import announce, drawer_values, listing_values
 from palace.names import check_room_name, check_wing_name
 from palace.repositories.hierarchy import HierarchyRepository
+from palace.shapes import (
+    Deleted,
+    Drawer,
+    DrawerList,
+    Room,
+    RoomCreated,
+    RoomList,
+    Wing,
+    WingCreated,
+    WingList,
+)
 
 DRAWER_LIST_LIMIT = 50
 HIERARCHY_FIELDS = ("name", "description", "requested_by")
@@ -58,14 +69,6 @@ class PalaceBusy(Conflict):
         "wait for the jobs that write to the palace (GET /api/jobs?status=running, queued, "
         "paused) to end, or cancel them, then delete again"
     )
-
-
-def wing_view(row: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, Any]:
-    return {**row, "description": row.get("description"), "counts": dict(counts)}
-
-
-def room_view(row: Mapping[str, Any], drawer_count: int) -> dict[str, Any]:
-    return {**row, "description": row.get("description"), "counts": {"drawers": drawer_count}}
 
 
 def _required_name(data: Mapping[str, Any]) -> str:
@@ -212,12 +215,16 @@ class HierarchyService:
         ctx.require_read("list_wings")
         wings = self._repository.list_wings()
         counts = self._repository.wing_counts(wing["id"] for wing in wings)
-        return {"wings": [wing_view(wing, counts[wing["id"]]) for wing in wings]}
+        return WingList.render(
+            {"wings": [{**wing, "counts": counts[wing["id"]]} for wing in wings]}
+        )
 
     def show_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, Any]:
         ctx.require_read("show_wing")
         wing = self.find_wing(wing_ref)
-        return wing_view(wing, self._repository.wing_counts([wing["id"]])[wing["id"]])
+        return Wing.render(
+            {**wing, "counts": self._repository.wing_counts([wing["id"]])[wing["id"]]}
+        )
 
     def create_wing(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         ctx.require_write("create_wing")
@@ -231,7 +238,7 @@ class HierarchyService:
             if created
             else self._repository.wing_counts([wing["id"]])[wing["id"]]
         )
-        return {**wing_view(wing, counts), "created": created}
+        return WingCreated.render({**wing, "counts": counts, "created": created})
 
     def delete_wing(self, ctx: RequestContext, wing_ref: str) -> dict[str, int]:
         ctx.require_write("delete_wing")
@@ -239,7 +246,7 @@ class HierarchyService:
         self._refuse_while_writing(f"wing {wing['name']!r}")
         deleted = self._repository.delete_wing(wing["id"])
         self.events.publish("wing", "deleted", id=wing["id"])
-        return deleted
+        return Deleted.render(deleted)
 
     # Rooms
 
@@ -248,17 +255,19 @@ class HierarchyService:
         wing = self.find_wing(wing_ref)
         rooms = self._repository.list_rooms(wing["id"])
         counts = self._repository.room_drawer_counts(wing["id"], (room["id"] for room in rooms))
-        return {
-            "wing": {"id": wing["id"], "name": wing["name"]},
-            "rooms": [room_view(room, counts[room["id"]]) for room in rooms],
-        }
+        return RoomList.render(
+            {
+                "wing": {"id": wing["id"], "name": wing["name"]},
+                "rooms": [{**room, "counts": {"drawers": counts[room["id"]]}} for room in rooms],
+            }
+        )
 
     def show_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, Any]:
         ctx.require_read("show_room")
         wing = self.find_wing(wing_ref)
         room = self._find_room(wing, room_ref)
         count = self._repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
-        return room_view(room, count)
+        return Room.render({**room, "counts": {"drawers": count}})
 
     def create_room(self, ctx: RequestContext, wing_ref: str, data: object) -> dict[str, Any]:
         ctx.require_write("create_room")
@@ -272,7 +281,7 @@ class HierarchyService:
             if created
             else self._repository.room_drawer_counts(room["wing"], [room["id"]])[room["id"]]
         )
-        return {**room_view(room, count), "created": created}
+        return RoomCreated.render({**room, "counts": {"drawers": count}, "created": created})
 
     def delete_room(self, ctx: RequestContext, wing_ref: str, room_ref: str) -> dict[str, int]:
         ctx.require_write("delete_room")
@@ -280,7 +289,7 @@ class HierarchyService:
         self._refuse_while_writing(f"room {room['name']!r}")
         deleted = self._repository.delete_room(room["id"])
         self.events.publish("room", "deleted", id=room["id"], wing=room["wing"])
-        return deleted
+        return Deleted.render(deleted)
 
     def _refuse_while_writing(self, what: str) -> None:
         """A coarse check, not atomic: a job that writes drawers may be about to write here."""
@@ -311,14 +320,16 @@ class HierarchyService:
         room = self._find_room(wing, room_ref)
         rows = self._repository.list_drawers(room["id"], limit=page_size, offset=start)
         total = self._repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
-        return {
-            "wing": {"id": wing["id"], "name": wing["name"]},
-            "room": {"id": room["id"], "name": room["name"]},
-            "drawers": [drawer_listing_view(row) for row in rows],
-            "total": total,
-            "limit": page_size,
-            "offset": start,
-        }
+        return DrawerList.render(
+            {
+                "wing": {"id": wing["id"], "name": wing["name"]},
+                "room": {"id": room["id"], "name": room["name"]},
+                "drawers": [listing_values(row) for row in rows],
+                "total": total,
+                "limit": page_size,
+                "offset": start,
+            }
+        )
 
     def show_drawer(
         self, ctx: RequestContext, wing_ref: str, room_ref: str, drawer_ref: str
@@ -331,11 +342,11 @@ class HierarchyService:
         if drawer is None:
             room = self._find_room(self.find_wing(wing_ref), room_ref)
             drawer = self._find_drawer(room, drawer_ref)
-        return drawer_view(drawer)
+        return Drawer.render(drawer_values(drawer))
 
     def show_drawer_by_id(self, ctx: RequestContext, drawer_id: str) -> dict[str, Any]:
         ctx.require_read("show_drawer")
-        return drawer_view(self.drawer(drawer_id))
+        return Drawer.render(drawer_values(self.drawer(drawer_id)))
 
     def delete_drawer(
         self, ctx: RequestContext, wing_ref: str, room_ref: str, drawer_ref: str
@@ -345,7 +356,7 @@ class HierarchyService:
         drawer = self._find_drawer(room, drawer_ref)
         self._repository.delete_drawer(drawer["id"])
         announce(self.events, drawer, "deleted")
-        return {"wings": 0, "rooms": 0, "drawers": 1}
+        return Deleted.render({"wings": 0, "rooms": 0, "drawers": 1})
 
     def remove_orphan(self, drawer: Mapping[str, Any]) -> None:
         """Delete a drawer whose room no longer exists (repair); announced like a delete."""

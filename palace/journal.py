@@ -21,10 +21,11 @@ from kernel.validation import (
     string_list,
 )
 from palace import drawers
-from palace.drawers import drawer_view
+from palace.drawers import drawer_values
 from palace.filing import Filing, FilingService
 from palace.hierarchy import HierarchyService, WingNotFound
 from palace.repositories.journal import JournalRepository
+from palace.shapes import Diary, DrawerFiled, WakeUp
 
 NOTE_FIELDS = ("wing", "room", "content", "uri", "tags", "requested_by")
 DIARY_FIELDS = ("agent_identity", "wing", "content", "tags", "requested_by")
@@ -84,7 +85,7 @@ class JournalService:
             source=source,
         )
         drawer, created = self.filing.file(ctx, wing, room, filing)
-        return {**drawer_view(drawer), "created": created}
+        return DrawerFiled.render({**drawer_values(drawer), "created": created})
 
     def write_diary(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         """An entry in `<wing>/diary` for an agent; the agent's identical current entry is
@@ -101,7 +102,7 @@ class JournalService:
             agent=agent,
         )
         drawer, created = self.filing.file(ctx, wing, DIARY_ROOM, filing)
-        return {**drawer_view(drawer), "created": created}
+        return DrawerFiled.render({**drawer_values(drawer), "created": created})
 
     def read_diary(
         self, ctx: RequestContext, *, agent_identity: object, wing: object, limit: object
@@ -112,12 +113,14 @@ class JournalService:
         page_size = parse_limit(limit, default=DIARY_LIMIT)
         exists, wing_id = self._wing_scope(wing)
         entries = self._repository.diary_entries(agent, wing_id, page_size) if exists else []
-        return {
-            "agent_identity": agent,
-            "wing": wing or None,
-            "entries": [drawer_view(entry) for entry in entries],
-            "limit": page_size,
-        }
+        return Diary.render(
+            {
+                "agent_identity": agent,
+                "wing": wing or None,
+                "entries": [drawer_values(entry) for entry in entries],
+                "limit": page_size,
+            }
+        )
 
     def wake_up(
         self,
@@ -140,22 +143,22 @@ class JournalService:
         diary = None
         highlights: list[dict[str, Any]] = []
         if not exists:
-            return {"diary": None, "recent_highlights": [], "generated_at": self.clock()}
+            return WakeUp.render(
+                {"diary": None, "recent_highlights": [], "generated_at": self.clock()}
+            )
         if wing_id is not None:
             newest = self._repository.diary_entries(agent, wing_id, 1)
-            diary = drawer_view(newest[0]) if newest else None
+            diary = drawer_values(newest[0]) if newest else None
         used = len(diary["content"].encode()) if diary else 0
         for drawer in self._repository.checkpoint_highlights(wing_id, items):
             size = len(drawer["content"].encode())
             if used + size > budget:
                 break
             used += size
-            highlights.append(drawer_view(drawer))
-        return {
-            "diary": diary,
-            "recent_highlights": highlights,
-            "generated_at": self.clock(),
-        }
+            highlights.append(drawer_values(drawer))
+        return WakeUp.render(
+            {"diary": diary, "recent_highlights": highlights, "generated_at": self.clock()}
+        )
 
     def _wing_scope(self, wing: object) -> tuple[bool, str | None]:
         """`(exists, wing id)` of the wing named (or identified by) `wing`; `(True, None)` when

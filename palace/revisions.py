@@ -19,10 +19,11 @@ from kernel.errors import Conflict
 from kernel.events import EventBus
 from kernel.validation import body_object, refuse_unknown, string_list
 from palace import drawers
-from palace.drawers import announce, drawer_view
+from palace.drawers import announce, drawer_values
 from palace.filing import Filing, FilingService
 from palace.hierarchy import HierarchyService
 from palace.repositories.revisions import RevisionRepository
+from palace.shapes import DrawerHistory, Superseded
 
 SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
 # The most versions a history walks in each direction.
@@ -78,7 +79,7 @@ class RevisionService:
         tags = string_list(body, "tags")
         if content is None:
             closed = self.retire(old)
-            return {"superseded": drawer_view(closed), "replacement": None}
+            return Superseded.render({"superseded": drawer_values(closed), "replacement": None})
         revision = self.revise(
             ctx,
             old,
@@ -89,10 +90,12 @@ class RevisionService:
                 source=old.get("source") or {"kind": "manual"},
             ),
         )
-        return {
-            "superseded": drawer_view(revision.closed),
-            "replacement": drawer_view(revision.replacement),
-        }
+        return Superseded.render(
+            {
+                "superseded": drawer_values(revision.closed),
+                "replacement": drawer_values(revision.replacement),
+            }
+        )
 
     def revise(self, ctx: RequestContext, old: Mapping[str, Any], filing: Filing) -> Revision:
         """Close `old` and file `filing` as its replacement from the same instant, in its room
@@ -128,7 +131,9 @@ class RevisionService:
         earlier = self._walk(drawer, "supersedes", seen)
         later = self._walk(drawer, "superseded_by", seen)
         versions = [*reversed(earlier), drawer, *later]
-        return {"drawer": drawer["id"], "versions": [drawer_view(v) for v in versions]}
+        return DrawerHistory.render(
+            {"drawer": drawer["id"], "versions": [drawer_values(v) for v in versions]}
+        )
 
     def _walk(self, start: Mapping[str, Any], link: str, seen: set[str]) -> list[dict[str, Any]]:
         """Follow `link` from `start`; stops at a missing drawer, a cycle or the hop limit."""

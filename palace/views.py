@@ -17,10 +17,28 @@ from kernel.rest import (
     request_context,
     service,
 )
+from palace.drawers import SOURCE_KINDS
 from palace.filing import FilingService
 from palace.hierarchy import HierarchyService
 from palace.journal import JournalService
 from palace.revisions import RevisionService
+from palace.shapes import (
+    Deleted,
+    Diary,
+    Drawer,
+    DrawerDuplicates,
+    DrawerFiled,
+    DrawerHistory,
+    DrawerList,
+    Room,
+    RoomCreated,
+    RoomList,
+    Superseded,
+    WakeUp,
+    Wing,
+    WingCreated,
+    WingList,
+)
 
 NAMED_BODY = inline_serializer(
     "NamedBody",
@@ -30,10 +48,12 @@ NAMED_BODY = inline_serializer(
         "requested_by": serializers.CharField(required=False),
     },
 )
+# What a request may say of a drawer's source (a mined drawer's `origin` is its miner's): the
+# OpenAPI document names it DrawerSourceRequest.
 SOURCE = inline_serializer(
     "DrawerSource",
     {
-        "kind": serializers.ChoiceField(["file", "manual", "transcript", "note", "other"]),
+        "kind": serializers.ChoiceField(list(SOURCE_KINDS)),
         "uri": serializers.CharField(required=False),
         "agent": serializers.CharField(required=False),
     },
@@ -51,76 +71,6 @@ DRAWER_BODY = inline_serializer(
         "requested_by": serializers.CharField(required=False),
     },
 )
-COUNTS = inline_serializer(
-    "Counts", {"rooms": serializers.IntegerField(), "drawers": serializers.IntegerField()}
-)
-WING = inline_serializer(
-    "Wing",
-    {
-        "id": serializers.UUIDField(),
-        "name": serializers.CharField(),
-        "description": serializers.CharField(allow_null=True),
-        "created_at": serializers.DateTimeField(),
-        "counts": COUNTS,
-    },
-)
-ROOM = inline_serializer(
-    "Room",
-    {
-        "id": serializers.UUIDField(),
-        "wing": serializers.UUIDField(),
-        "name": serializers.CharField(),
-        "description": serializers.CharField(allow_null=True),
-        "created_at": serializers.DateTimeField(),
-        "counts": inline_serializer("RoomCounts", {"drawers": serializers.IntegerField()}),
-    },
-)
-DRAWER = inline_serializer(
-    "Drawer",
-    {
-        "id": serializers.UUIDField(),
-        "wing": serializers.UUIDField(),
-        "room": serializers.UUIDField(),
-        "name": serializers.CharField(allow_null=True),
-        "content": serializers.CharField(),
-        "content_hash": serializers.CharField(),
-        "fingerprint": serializers.CharField(),
-        "source": SOURCE,
-        "tags": serializers.ListField(child=serializers.CharField()),
-        "provenance": serializers.DictField(),
-        "valid_from": serializers.DateTimeField(),
-        "valid_to": serializers.DateTimeField(allow_null=True),
-        "created_at": serializers.DateTimeField(),
-        "updated_at": serializers.DateTimeField(),
-    },
-)
-NAMED_REF = inline_serializer(
-    "NamedRef", {"id": serializers.UUIDField(), "name": serializers.CharField()}
-)
-DRAWER_LISTING = inline_serializer(
-    "DrawerListing",
-    {
-        "id": serializers.UUIDField(),
-        "wing": serializers.UUIDField(),
-        "room": serializers.UUIDField(),
-        "name": serializers.CharField(allow_null=True),
-        "preview": serializers.CharField(help_text="the start of the content, never all of it"),
-        "length": serializers.IntegerField(help_text="characters of content"),
-        "source": SOURCE,
-        "tags": serializers.ListField(child=serializers.CharField()),
-        "valid_from": serializers.DateTimeField(),
-        "valid_to": serializers.DateTimeField(allow_null=True),
-        "created_at": serializers.DateTimeField(),
-    },
-)
-DELETED = inline_serializer(
-    "Deleted",
-    {
-        "wings": serializers.IntegerField(),
-        "rooms": serializers.IntegerField(),
-        "drawers": serializers.IntegerField(),
-    },
-)
 
 
 # The views of wings, rooms and drawers call `HierarchyService`; filing a drawer and listing
@@ -133,10 +83,7 @@ class WingsView(HierarchyView):
     @extend_schema(
         summary="List wings with their room and drawer counts",
         parameters=[MODE_PARAMETER],
-        responses={
-            200: inline_serializer("WingList", {"wings": serializers.ListField(child=WING)}),
-            **errors(400, 403),
-        },
+        responses={200: WingList, **errors(400, 403)},
     )
     def get(self, request: Request) -> Response:
         return Response(self.hierarchy.list_wings(request_context(request)))
@@ -145,7 +92,7 @@ class WingsView(HierarchyView):
         summary="Create a wing (200 with created=false when it exists)",
         parameters=[MODE_PARAMETER],
         request=NAMED_BODY,
-        responses={201: WING, 200: WING, **errors(400, 403)},
+        responses={201: WingCreated, 200: WingCreated, **errors(400, 403)},
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
@@ -156,7 +103,7 @@ class WingView(HierarchyView):
     @extend_schema(
         summary="Show a wing by name or UUID",
         parameters=[MODE_PARAMETER],
-        responses={200: WING, **errors(400, 403, 404)},
+        responses={200: Wing, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str) -> Response:
         return Response(self.hierarchy.show_wing(request_context(request), wing))
@@ -164,7 +111,7 @@ class WingView(HierarchyView):
     @extend_schema(
         summary="Delete a wing with its rooms and drawers",
         parameters=[MODE_PARAMETER],
-        responses={200: DELETED, **errors(400, 403, 404)},
+        responses={200: Deleted, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str) -> Response:
         return Response(self.hierarchy.delete_wing(request_context(request), wing))
@@ -174,12 +121,7 @@ class RoomsView(HierarchyView):
     @extend_schema(
         summary="List a wing's rooms with their drawer counts",
         parameters=[MODE_PARAMETER],
-        responses={
-            200: inline_serializer(
-                "RoomList", {"wing": NAMED_REF, "rooms": serializers.ListField(child=ROOM)}
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: RoomList, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str) -> Response:
         return Response(self.hierarchy.list_rooms(request_context(request), wing))
@@ -188,7 +130,7 @@ class RoomsView(HierarchyView):
         summary="Create a room (and its wing when missing)",
         parameters=[MODE_PARAMETER],
         request=NAMED_BODY,
-        responses={201: ROOM, 200: ROOM, **errors(400, 403)},
+        responses={201: RoomCreated, 200: RoomCreated, **errors(400, 403)},
     )
     def post(self, request: Request, wing: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -199,7 +141,7 @@ class RoomView(HierarchyView):
     @extend_schema(
         summary="Show a room by name or UUID",
         parameters=[MODE_PARAMETER],
-        responses={200: ROOM, **errors(400, 403, 404)},
+        responses={200: Room, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
         return Response(self.hierarchy.show_room(request_context(request), wing, room))
@@ -207,7 +149,7 @@ class RoomView(HierarchyView):
     @extend_schema(
         summary="Delete a room with its drawers",
         parameters=[MODE_PARAMETER],
-        responses={200: DELETED, **errors(400, 403, 404)},
+        responses={200: Deleted, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str) -> Response:
         return Response(self.hierarchy.delete_room(request_context(request), wing, room))
@@ -225,20 +167,7 @@ class DrawersView(HierarchyView):
             OpenApiParameter("limit", int, description="50 by default, 0 means 50, at most 200"),
             OpenApiParameter("offset", int, description="drawers to skip"),
         ],
-        responses={
-            200: inline_serializer(
-                "DrawerList",
-                {
-                    "wing": NAMED_REF,
-                    "room": NAMED_REF,
-                    "drawers": serializers.ListField(child=DRAWER_LISTING),
-                    "total": serializers.IntegerField(),
-                    "limit": serializers.IntegerField(),
-                    "offset": serializers.IntegerField(),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: DrawerList, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str) -> Response:
         return Response(
@@ -255,7 +184,7 @@ class DrawersView(HierarchyView):
         summary="File a drawer (and its wing and room when missing)",
         parameters=[MODE_PARAMETER],
         request=DRAWER_BODY,
-        responses={201: DRAWER, 200: DRAWER, **errors(400, 403, 409)},
+        responses={201: DrawerFiled, 200: DrawerFiled, **errors(400, 403, 409)},
     )
     def post(self, request: Request, wing: str, room: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -266,7 +195,7 @@ class DrawerView(HierarchyView):
     @extend_schema(
         summary="Show a drawer by name or UUID within its room",
         parameters=[MODE_PARAMETER],
-        responses={200: DRAWER, **errors(400, 403, 404)},
+        responses={200: Drawer, **errors(400, 403, 404)},
     )
     def get(self, request: Request, wing: str, room: str, drawer: str) -> Response:
         return Response(self.hierarchy.show_drawer(request_context(request), wing, room, drawer))
@@ -274,7 +203,7 @@ class DrawerView(HierarchyView):
     @extend_schema(
         summary="Delete one drawer",
         parameters=[MODE_PARAMETER],
-        responses={200: DELETED, **errors(400, 403, 404)},
+        responses={200: Deleted, **errors(400, 403, 404)},
     )
     def delete(self, request: Request, wing: str, room: str, drawer: str) -> Response:
         return Response(self.hierarchy.delete_drawer(request_context(request), wing, room, drawer))
@@ -287,15 +216,10 @@ class DrawerByIdView(HierarchyView):
             MODE_PARAMETER,
             OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH),
         ],
-        responses={200: DRAWER, **errors(400, 403, 404)},
+        responses={200: Drawer, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:
         return Response(self.hierarchy.show_drawer_by_id(request_context(request), drawer_id))
-
-
-def another(serializer: serializers.Serializer) -> serializers.Serializer:
-    """A new instance of a schema serializer: DRF binds each instance to one place only."""
-    return type(serializer)()
 
 
 DRAWER_ID = OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -323,10 +247,7 @@ class DrawerSupersedeView(RevisionView):
         summary="Supersede a drawer with new content, or invalidate it",
         parameters=[MODE_PARAMETER, DRAWER_ID],
         request=SUPERSEDE_BODY,
-        responses={
-            200: inline_serializer("Superseded", {"superseded": DRAWER, "replacement": DRAWER}),
-            **errors(400, 403, 404, 409),
-        },
+        responses={200: Superseded, **errors(400, 403, 404, 409)},
     )
     def post(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -337,16 +258,7 @@ class DrawerHistoryView(RevisionView):
     @extend_schema(
         summary="Every version of a drawer, oldest first",
         parameters=[MODE_PARAMETER, DRAWER_ID],
-        responses={
-            200: inline_serializer(
-                "DrawerHistory",
-                {
-                    "drawer": serializers.UUIDField(help_text="the id asked about"),
-                    "versions": serializers.ListField(child=another(DRAWER)),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: DrawerHistory, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:
         return Response(self.revisions.history(request_context(request), drawer_id))
@@ -358,28 +270,7 @@ class DrawerDuplicatesView(MemCastleView):
     @extend_schema(
         summary="The drawers linked to this one as likely copies",
         parameters=[MODE_PARAMETER, DRAWER_ID],
-        responses={
-            200: inline_serializer(
-                "DrawerDuplicates",
-                {
-                    "drawer": DRAWER,
-                    "similar": serializers.ListField(
-                        child=inline_serializer(
-                            "SimilarDrawer",
-                            {
-                                "drawer": another(DRAWER),
-                                "side": serializers.ChoiceField(["older", "newer"]),
-                                "kind": serializers.ChoiceField(["exact", "normalized", "near"]),
-                                "similarity": serializers.FloatField(),
-                                "signals": serializers.DictField(),
-                                "created_at": serializers.DateTimeField(),
-                            },
-                        )
-                    ),
-                },
-            ),
-            **errors(400, 403, 404),
-        },
+        responses={200: DrawerDuplicates, **errors(400, 403, 404)},
     )
     def get(self, request: Request, drawer_id: str) -> Response:
         return Response(self.filing.duplicates(request_context(request), drawer_id))
@@ -418,7 +309,7 @@ class NotesView(JournalView):
         summary="File a note (201 new, 200 for an identical note already in the room)",
         parameters=[MODE_PARAMETER],
         request=NOTE_BODY,
-        responses={201: DRAWER, 200: DRAWER, **errors(400, 403)},
+        responses={201: DrawerFiled, 200: DrawerFiled, **errors(400, 403)},
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
@@ -436,18 +327,7 @@ class DiaryView(JournalView):
             OpenApiParameter("wing", str, description="one wing's diary; every wing's when absent"),
             OpenApiParameter("limit", int, description="20 by default, 0 means 20, at most 200"),
         ],
-        responses={
-            200: inline_serializer(
-                "Diary",
-                {
-                    "agent_identity": serializers.CharField(),
-                    "wing": serializers.CharField(allow_null=True),
-                    "entries": serializers.ListField(child=DRAWER),
-                    "limit": serializers.IntegerField(),
-                },
-            ),
-            **errors(400, 403),
-        },
+        responses={200: Diary, **errors(400, 403)},
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
@@ -464,7 +344,7 @@ class DiaryView(JournalView):
         summary="Write a diary entry for an agent in <wing>/diary",
         parameters=[MODE_PARAMETER],
         request=DIARY_BODY,
-        responses={201: DRAWER, 200: DRAWER, **errors(400, 403)},
+        responses={201: DrawerFiled, 200: DrawerFiled, **errors(400, 403)},
     )
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
@@ -483,17 +363,7 @@ class WakeUpView(JournalView):
             OpenApiParameter("max_items", int, description="10 by default, at most 200"),
             OpenApiParameter("max_bytes", int, description="8192 by default"),
         ],
-        responses={
-            200: inline_serializer(
-                "WakeUp",
-                {
-                    "diary": DRAWER,
-                    "recent_highlights": serializers.ListField(child=another(DRAWER)),
-                    "generated_at": serializers.DateTimeField(),
-                },
-            ),
-            **errors(400, 403),
-        },
+        responses={200: WakeUp, **errors(400, 403)},
     )
     def get(self, request: Request) -> Response:
         params = request.query_params

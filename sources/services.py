@@ -12,6 +12,7 @@ from kernel.context import RequestContext
 from sources import registry
 from sources.adapters import describe
 from sources.repository import SourceRepository
+from sources.shapes import Sources
 
 
 class SourceService:
@@ -23,10 +24,12 @@ class SourceService:
         """Every adapter, with the options it accepts, and every source mined so far."""
         ctx.require_read("sources")
         adapters = registry.available(self.config)
-        return {
-            "adapters": [describe(adapters[name]) for name in sorted(adapters)],
-            "sources": self._repository.list_sources(),
-        }
+        return Sources.render(
+            {
+                "adapters": [describe(adapters[name]) for name in sorted(adapters)],
+                "sources": self._repository.list_sources(),
+            }
+        )
 
     # A mine job's place: the caller has checked the memory mode.
 

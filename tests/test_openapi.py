@@ -1,18 +1,25 @@
-"""The OpenAPI document: valid, complete, honest about errors, and fuzzed for server errors."""
+"""The OpenAPI document: valid, complete, honest about errors, changed since the shapes only
+where a declaration was wrong or missing, true to what the daemon sends, and fuzzed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from drf_spectacular.validation import validate_schema
 
 from tests.support.daemon import Daemon
-from tests.support.openapi import openapi_document
+from tests.support.openapi import closed, differences, openapi_document, response_validator
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
+BEFORE_SHAPES = Path(__file__).parent / "fixtures" / "openapi-888e330.json"
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +77,25 @@ def test_the_live_schema_and_docs_are_served(daemon: Daemon) -> None:
 
 
 @pytest.mark.slow
-def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon) -> None:
-    """Schemathesis generates requests for every operation (but shutdown) from the schema."""
+def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path: Path) -> None:
+    """Schemathesis generates requests for every operation (but shutdown) from the schema, and
+    checks every answer against the schema with its objects closed (`closed`): an answer with a
+    key its shape does not declare fails as surely as a server error."""
     fresh_daemon.start()
+    with fresh_daemon.client() as client:
+        served = client.get("/api/schema/", params={"format": "json"})
+    assert served.status_code == 200
+    strict = tmp_path / "openapi.json"
+    strict.write_text(json.dumps(closed(served.json())))
     result = subprocess.run(
         [
             str(SCHEMATHESIS),
             "run",
-            f"{fresh_daemon.base_url}/api/schema/",
+            str(strict),
+            "--url",
+            fresh_daemon.base_url,
             "--checks",
-            "not_a_server_error",
+            "not_a_server_error,response_schema_conformance",
             "--exclude-path",
             "/api/shutdown",
             # A stream that ends only when the daemon stops.
@@ -99,3 +115,385 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "Internal Server Error" not in fresh_daemon.log()
+
+
+# How the document differs from the one before shapes (tests/fixtures/openapi-888e330.json),
+# each difference with why. Every one is a declaration that was wrong or missing; any other
+# difference (a renamed component, a changed operation id, a lost description) fails the test,
+# and so does a listed one that no longer happens.
+CORRECTIONS: dict[str, tuple[str, ...]] = {
+    "A drawer carries `supersedes` and `superseded_by` once it is corrected (api.md History), "
+    "and so do the listings and the search hits that show it": (
+        "added Drawer.supersedes",
+        "added Drawer.superseded_by",
+        "added DrawerListing.supersedes",
+        "added DrawerListing.superseded_by",
+        "added SearchHit.supersedes",
+        "added SearchHit.superseded_by",
+    ),
+    "A drawer's provenance is `{requested_by, job_id}` (api.md History), not any object": (
+        "added DrawerProvenance",
+        "changed Drawer.provenance",
+        "changed SearchHit.provenance",
+    ),
+    "A mined drawer's source carries its document's `origin` (api.md Searching: "
+    "`source.origin`), which the source declared only for requests": ("added DrawerSource.origin",),
+    "A create answers with `created` (api.md Wings, rooms and drawers), which Wing, Room and "
+    "Drawer do not declare: creating a wing or a room, and filing a drawer, a note or a diary "
+    "entry, answer WingCreated, RoomCreated and DrawerFiled": (
+        "added WingCreated",
+        "added RoomCreated",
+        "added DrawerFiled",
+        "changed POST /api/wings 201",
+        "changed POST /api/wings 200",
+        "changed POST /api/wings/{wing}/rooms 201",
+        "changed POST /api/wings/{wing}/rooms 200",
+        "changed POST /api/wings/{wing}/rooms/{room}/drawers 201",
+        "changed POST /api/wings/{wing}/rooms/{room}/drawers 200",
+        "changed POST /api/notes 201",
+        "changed POST /api/notes 200",
+        "changed POST /api/diary 201",
+        "changed POST /api/diary 200",
+    ),
+    "DrawerList gave `wing` and `room` one NamedRef field, so the document lost `wing` and "
+    "titled `room` Wing": (
+        "added DrawerList.wing",
+        "changed DrawerList.room",
+        "changed DrawerList required",
+    ),
+    "Superseded gave both sides one Drawer field, so the document lost `superseded`; and "
+    "`replacement` is null when the drawer is only invalidated (api.md Correcting a drawer)": (
+        "added Superseded.superseded",
+        "changed Superseded.replacement",
+        "changed Superseded required",
+    ),
+    "The wake-up's `diary` is null without a wing, or with no entry in it": (
+        "changed WakeUp.diary",
+    ),
+    "`GET /api/status` was a free-form object; it now declares its fields (the job counts, the "
+    "search indexes' state, the embedding profiles, the request's mode)": (
+        "changed GET /api/status 200",
+        "added StatusReport",
+        "added StatusStore",
+        "added StatusDatastore",
+        "added StatusMigrations",
+        "added StatusEmbeddings",
+        "added JobCounts",
+        "added SearchIndexStatus",
+        "added ModeEnum",
+    ),
+    "A mined source is listed with when it was first and last recorded": (
+        "added MinedSource.created_at",
+        "added MinedSource.updated_at",
+        "changed MinedSource required",
+    ),
+    "A mention's observation is `{name, rule, confidence}` (api.md The knowledge graph)": (
+        "added Observation",
+        "changed Mention.observation",
+        "changed MentionLinked.observation",
+        "changed MentionAlreadyLinked.observation",
+    ),
+    "Where an extractor read a relationship or a mention is declared (api.md The knowledge "
+    "graph: `provenance`)": (
+        "added ExtractionProvenance",
+        "changed Relationship.provenance",
+        "changed Mention.provenance",
+    ),
+    "The graph at a glance and an entity's neighbourhood declared their counts and entities as "
+    "free-form objects": (
+        "added GraphCounts",
+        "added GraphTopEntity",
+        "added GraphNeighbour",
+        "changed Graph.counts",
+        "changed Graph.top",
+        "changed Graph.entities",
+    ),
+}
+
+
+def test_the_document_changed_only_where_a_declaration_was_wrong_or_missing(
+    schema: dict,
+) -> None:
+    before = json.loads(BEFORE_SHAPES.read_text())
+    listed = [change for changes in CORRECTIONS.values() for change in changes]
+    assert len(listed) == len(set(listed)), "a difference is listed twice"
+    found = differences(before, json.loads(json.dumps(schema)))
+    assert sorted(found - set(listed)) == [], "differences no correction explains"
+    assert sorted(set(listed) - found) == [], "listed differences that no longer happen"
+
+
+def test_a_strict_response_schema_refuses_what_the_shape_does_not_declare(schema: dict) -> None:
+    health = response_validator(schema, "GET", "/api/health", 200)
+    assert health.is_valid({"status": "ok"})
+    assert not health.is_valid({"status": "ok", "uptime": 1})
+    assert not health.is_valid({})
+    wake_up = response_validator(schema, "GET", "/api/wake-up", 200)
+    now = "2026-12-04T06:04:28.123456Z"
+    drawer = {
+        "id": "0b2e6a52-5d47-4d0e-9d86-1f1d2c1a5e10",
+        "wing": "1b2e6a52-5d47-4d0e-9d86-1f1d2c1a5e10",
+        "room": "2b2e6a52-5d47-4d0e-9d86-1f1d2c1a5e10",
+        "name": None,
+        "content": "c",
+        "content_hash": "h",
+        "fingerprint": "f",
+        "source": {"kind": "manual"},
+        "tags": [],
+        "provenance": {"requested_by": "cli", "job_id": None},
+        "valid_from": now,
+        "valid_to": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    answer = {"diary": drawer, "recent_highlights": [drawer], "generated_at": now}
+    assert wake_up.is_valid(answer)
+    assert wake_up.is_valid({**answer, "diary": None})
+    assert not wake_up.is_valid({**answer, "generated_at": "yesterday"})
+    assert not wake_up.is_valid({**answer, "recent_highlights": None})
+    for wrong in (
+        {"source": {"kind": "manual", "secret": "s"}},
+        {"provenance": {"requested_by": "cli"}},
+        {"id": "not a uuid"},
+        {"content": None},
+    ):
+        assert not wake_up.is_valid({**answer, "diary": {**drawer, **wrong}}), wrong
+
+
+TERMINAL = ("completed", "failed", "cancelled")
+WAIT = 30.0
+
+
+@pytest.fixture(scope="module")
+def extracting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """A daemon that extracts what it mines and notes (the heuristic provider), so its graph
+    has what an extractor writes as well as what people do."""
+    running = Daemon(
+        tmp_path_factory.mktemp("answers"), {"MEMCASTLE_EXTRACTION_PROVIDER": "heuristic"}
+    ).start()
+    yield running
+    running.stop()
+
+
+class Answers:
+    """Requests to a daemon, each answer checked against the body its route documents for its
+    status, with every object closed to keys it does not declare."""
+
+    def __init__(self, client: httpx.Client, document: dict[str, Any]) -> None:
+        self.client = client
+        self.document = document
+        self.checked: set[tuple[str, str, int]] = set()
+
+    def __call__(
+        self,
+        method: str,
+        route: str,
+        status: int = 200,
+        *,
+        params: Any = None,
+        json: Any = None,
+        **parts: str,
+    ) -> Any:
+        response = self.client.request(method, route.format(**parts), params=params, json=json)
+        assert response.status_code == status, response.text
+        body = response.json()
+        validator = response_validator(self.document, method, route, status)
+        problems = [
+            f"{'/'.join(map(str, error.absolute_path)) or '(body)'}: {error.message}"
+            for error in validator.iter_errors(body)
+        ]
+        assert problems == [], f"{method} {route} {status}: {problems}"
+        self.checked.add((method, route, status))
+        return body
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """The job once it ended; it must have completed."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            job = self("GET", "/api/jobs/{job_id}", job_id=job_id)
+            if job["status"] in TERMINAL:
+                assert job["status"] == "completed", job
+                return job
+            assert time.monotonic() < deadline, f"job {job_id} did not end: {job}"
+            time.sleep(0.05)
+
+
+def test_real_answers_are_what_the_document_declares(
+    extracting: Daemon, schema: dict, tmp_path: Path, wing_name: str
+) -> None:
+    with extracting.client() as client:
+        answer = Answers(client, schema)
+        w = {"wing": wing_name}
+        answer("GET", "/api/health")
+        answer("GET", "/api/status")
+        answer("POST", "/api/wings", 201, json={"name": wing_name})
+        answer("POST", "/api/wings", 200, json={"name": wing_name, "description": "d"})
+        answer("GET", "/api/wings")
+        answer("GET", "/api/wings/{wing}", **w)
+        answer("POST", "/api/wings/{wing}/rooms", 201, json={"name": "notes"}, **w)
+        answer("GET", "/api/wings/{wing}/rooms", **w)
+        answer("GET", "/api/wings/{wing}/rooms/{room}", **w, room="notes")
+
+        drawers = "/api/wings/{wing}/rooms/{room}/drawers"
+        named = answer(
+            "POST",
+            drawers,
+            201,
+            **w,
+            room="notes",
+            json={
+                "content": "We deploy with Atlas on Fridays.",
+                "name": "ops/deploy.md",
+                "tags": ["ops"],
+                "source": {"kind": "file", "uri": "/work/ops.md"},
+            },
+        )
+        unnamed = {"content": "Alice reviews the deploys."}
+        filed = answer("POST", drawers, 201, **w, room="notes", json=unnamed)
+        answer("POST", drawers, 200, **w, room="notes", json=unnamed)
+        answer("GET", drawers, **w, room="notes")
+        answer("GET", drawers + "/{drawer}", **w, room="notes", drawer="ops/deploy.md")
+        answer("GET", "/api/drawers/{drawer_id}", drawer_id=named["id"])
+
+        # A correction, then an invalidation: history, listings and hits carry the links.
+        revised = answer(
+            "POST",
+            "/api/drawers/{drawer_id}/supersede",
+            drawer_id=named["id"],
+            json={"content": "We deploy with Atlas on Thursdays."},
+        )
+        retired = answer(
+            "POST",
+            "/api/drawers/{drawer_id}/supersede",
+            drawer_id=revised["replacement"]["id"],
+            json={},
+        )
+        assert retired["replacement"] is None
+        history = answer("GET", "/api/drawers/{drawer_id}/history", drawer_id=named["id"])
+        assert {"supersedes", "superseded_by"} <= {k for v in history["versions"] for k in v}
+        answer("GET", drawers, **w, room="notes")
+        answer("GET", "/api/drawers/{drawer_id}/duplicates", drawer_id=named["id"])
+
+        answer("POST", "/api/notes", 201, json={**w, "content": "Atlas uses Grafana."})
+        answer("POST", "/api/diary", 201, json={**w, "agent_identity": "a", "content": "hi"})
+        answer("GET", "/api/diary", params={**w, "agent_identity": "a"})
+        answer("GET", "/api/wake-up", params={**w, "agent_identity": "a"})
+        nobody = answer("GET", "/api/wake-up", params={"agent_identity": "a", "wing": "none-x"})
+        assert nobody["diary"] is None
+
+        # Mined drawers (their source has an origin), and what the extractor reads of them.
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "team.md").write_text("Alice works on Atlas. Atlas depends on PostgreSQL.\n")
+        mined = answer("POST", "/api/jobs", 201, json={"type": "mine", "path": str(docs), **w})
+        answer.job(mined["id"])
+        answer("GET", "/api/sources")
+        answer("GET", "/api/jobs", params={"kind": "mine"})
+
+        def mined_atlas() -> dict[str, Any] | None:
+            """Atlas as the extractor read it from the mined document, once it has."""
+            listed = answer("GET", "/api/entities", params={"name": "Atlas", "limit": 200})
+            for entity in listed["entities"]:
+                route = "/api/entities/{entity_id}/mentions"
+                mentions = answer("GET", route, entity_id=entity["id"])["mentions"]
+                if any("origin" in each["drawer"]["source"] for each in mentions):
+                    assert all("provenance" in each for each in mentions), mentions
+                    return entity
+            return None
+
+        deadline = time.monotonic() + WAIT
+        while (atlas := mined_atlas()) is None:
+            assert time.monotonic() < deadline, "the extract job did not read the mined drawer"
+            time.sleep(0.1)
+        e = {"entity_id": atlas["id"]}
+        answer("GET", "/api/entities/{entity_id}", **e)
+        read = answer("GET", "/api/entities/{entity_id}/relationships", **e)["relationships"]
+        assert any("provenance" in each for each in read), "no relationship by the extractor"
+        answer("GET", "/api/entities/{entity_id}/candidates", **e)
+        answer("POST", "/api/entities/{entity_id}/aliases", 201, json={"alias": "ATLAS"}, **e)
+        answer("POST", "/api/entities/{entity_id}/aliases", 200, json={"alias": "ATLAS"}, **e)
+        mention = {"name": "Atlas", "kind": atlas["kind"]}
+        # A drawer filed by hand is not read by the extractor: a person links it.
+        by_hand = {"drawer_id": filed["id"]}
+        answer("POST", "/api/drawers/{drawer_id}/mentions", 201, json=mention, **by_hand)
+        answer("POST", "/api/drawers/{drawer_id}/mentions", 200, json=mention, **by_hand)
+
+        # Facts asserted, contradicted and superseded: relationships with their lifecycle.
+        def checkpoint(*facts: dict[str, Any]) -> None:
+            items = [
+                {"destination": "project", "wing": wing_name, "content": f"{fact}", "tags": []}
+                | {"fact": fact}
+                for fact in facts
+            ]
+            body = {"type": "checkpoint", "payload": {"items": items}}
+            answer.job(answer("POST", "/api/jobs", 201, json=body)["id"])
+
+        def lifecycles(entity_id: str) -> list[dict[str, Any]]:
+            route = "/api/entities/{entity_id}/relationships"
+            params = {"include_expired": "true"}
+            read = answer("GET", route, entity_id=entity_id, params=params)["relationships"]
+            return [fact["lifecycle"] for fact in read]
+
+        bob = {"name": "Bob", "kind": "person"}
+        checkpoint(
+            *(
+                {"op": "add", "subject": bob, "predicate": "located_in", "confidence": confidence}
+                | {"object": {"name": city, "kind": "place"}}
+                for city, confidence in (("Lyon", 0.4), ("Nice", 0.9))
+            )
+        )
+        found = answer("GET", "/api/entities", params={"name": "Bob"})["entities"]
+        bob_id = next(entity["id"] for entity in found if entity["name"] == "Bob")
+        facts = answer("GET", "/api/entities/{entity_id}/relationships", entity_id=bob_id)
+        low, high = sorted(facts["relationships"], key=lambda fact: fact["confidence"])
+        checkpoint(
+            {"op": "link", "relationship_id": low["id"], "other_id": high["id"]}
+            | {"kind": "contradicts", "reason": "one city at a time"}
+        )
+        assert any("preferred" in each for each in lifecycles(bob_id)), "no conflict"
+        checkpoint(
+            {"op": "supersede", "relationship_id": high["id"], "reason": "moved"}
+            | {"to": {"name": "Paris", "kind": "place"}}
+        )
+        assert "superseded" in {each["state"] for each in lifecycles(bob_id)}
+        route = "/api/relationships/{relationship_id}/history"
+        answer("GET", route, relationship_id=low["id"])
+        answer("GET", "/api/graph")
+        answer("GET", "/api/graph", params={"entity": bob_id, "depth": 2})
+        answer("GET", "/api/graph", params={"entity": atlas["id"]})
+
+        hits = answer("GET", "/api/search", params={"q": "Atlas", **w})["results"]
+        assert any("origin" in hit["source"] for hit in hits), "no mined drawer found"
+        expanded = {"q": "deploys", "expand": "true", "include_historical": "true"}
+        hits = answer("GET", "/api/search", params=expanded)["results"]
+        assert any("via" in hit for hit in hits), "no hit by expansion"
+        everything = {"text": "deploy", "filter": {**w, "temporal": "all"}}
+        hits = answer("POST", "/api/search", json=everything)["results"]
+        assert any("superseded_by" in hit for hit in hits), "no corrected drawer found"
+        answer("GET", "/api/recall", params={"q": "Grafana", **w})
+        answer("POST", "/api/recall", json={"text": "Grafana", "filter": w})
+
+        vector = [1.0] + [0.0] * 383
+        body = {"profile": "local", "embedding": vector}
+        answer("PUT", "/api/drawers/{drawer_id}/embedding", json=body, drawer_id=filed["id"])
+        answer("POST", "/api/auth/token", 201)
+        answer("DELETE", "/api/auth/token")
+
+        demo = {"type": "demo", "steps": 50, "step_ms": 100}
+        started = answer("POST", "/api/jobs", 201, json=demo)
+        answer("POST", "/api/jobs/{job_id}/{action}", job_id=started["id"], action="cancel")
+        answer("GET", "/api/wings/{wing}", 404, wing="no-such-wing")
+        answer("GET", "/api/search", 400, params={"q": "x", "limit": "many"})
+
+        answer("DELETE", drawers + "/{drawer}", **w, room="notes", drawer=filed["id"])
+        answer("DELETE", "/api/wings/{wing}/rooms/{room}", **w, room="notes")
+        answer("DELETE", "/api/wings/{wing}", **w)
+
+    # Every route was asked, but shutdown (it would stop the daemon) and the event stream.
+    documented = {
+        (method.upper(), route)
+        for route, operations in schema["paths"].items()
+        for method in operations
+    }
+    asked = {(method, route) for method, route, _ in answer.checked}
+    assert documented - asked == {("POST", "/api/shutdown"), ("GET", "/api/events")}
+    assert "Internal Server Error" not in extracting.log()

@@ -24,6 +24,7 @@ from kernel.profiles import Profile
 from kernel.validation import body_object, parse_uuid, refuse_unknown
 from palace.embeddings import providers
 from palace.embeddings.repository import EmbeddingRepository
+from palace.embeddings.shapes import EmbeddingAttached
 from palace.hierarchy import DrawerNotFound
 
 ATTACH_FIELDS = ("profile", "embedding", "requested_by")
@@ -162,12 +163,14 @@ class EmbeddingService:
         )
         if drawer not in written:
             raise DrawerNotFound(f"drawer {drawer_id!r} does not exist")
-        return {
-            "drawer": drawer,
-            "profile": profile.name,
-            "dimensions": profile.dimensions,
-            "provenance": provenance,
-        }
+        return EmbeddingAttached.render(
+            {
+                "drawer": drawer,
+                "profile": profile.name,
+                "dimensions": profile.dimensions,
+                "provenance": provenance,
+            }
+        )
 
     def store_vectors(self, profile: Profile, vectors: Mapping[str, np.ndarray]) -> set[str]:
         """Store drawers' vectors made in `profile`; returns the drawers that still existed."""

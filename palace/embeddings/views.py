@@ -10,16 +10,8 @@ from rest_framework.response import Response
 
 from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context, service
 from palace.embeddings.service import EmbeddingService
+from palace.embeddings.shapes import EmbeddingAttached
 
-PROVENANCE = inline_serializer(
-    "EmbeddingProvenance",
-    {
-        "provider": serializers.ChoiceField(["local", "command", "http", "external"]),
-        "model": serializers.CharField(allow_null=True),
-        "dimensions": serializers.IntegerField(),
-        "pipeline": serializers.CharField(),
-    },
-)
 ATTACH_BODY = inline_serializer(
     "EmbeddingBody",
     {
@@ -34,15 +26,6 @@ ATTACH_BODY = inline_serializer(
         "requested_by": serializers.CharField(required=False),
     },
 )
-ATTACHED = inline_serializer(
-    "EmbeddingAttached",
-    {
-        "drawer": serializers.UUIDField(),
-        "profile": serializers.CharField(),
-        "dimensions": serializers.IntegerField(),
-        "provenance": PROVENANCE,
-    },
-)
 
 
 class DrawerEmbeddingView(MemCastleView):
@@ -55,7 +38,7 @@ class DrawerEmbeddingView(MemCastleView):
             OpenApiParameter("drawer_id", OpenApiTypes.UUID, OpenApiParameter.PATH),
         ],
         request=ATTACH_BODY,
-        responses={200: ATTACHED, **errors(400, 403, 404)},
+        responses={200: EmbeddingAttached, **errors(400, 403, 404)},
     )
     def put(self, request: Request, drawer_id: str) -> Response:
         ctx = request_context(request, body=request.data)

@@ -15,12 +15,13 @@ import numpy as np
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
-from palace.drawers import drawer_view
+from palace.drawers import drawer_values
 from palace.hierarchy import HierarchyService
 from palace.search import expansion, lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
+from palace.search.shapes import SearchResults
 
 if TYPE_CHECKING:
     from graph.reads import GraphReads
@@ -82,13 +83,15 @@ class SearchService:
         if query.expand and hits:
             # Related drawers follow the direct hits, which stay as they are (search.md 4).
             hits += self._related(scope, hits, query.limit)
-        return {
-            "query": query.text,
-            "ranking": ranking,
-            "profile": profile.name if vector is not None and profile is not None else None,
-            "temporal": query.period.view(),
-            "results": hits,
-        }
+        return SearchResults.render(
+            {
+                "query": query.text,
+                "ranking": ranking,
+                "profile": profile.name if vector is not None and profile is not None else None,
+                "temporal": query.period.view(),
+                "results": hits,
+            }
+        )
 
     # The query vector --------------------------------------------------------------------
 
@@ -208,7 +211,7 @@ class SearchService:
             drawer = drawers.get(drawer_id)
             if drawer is None:
                 continue  # deleted since the index was read
-            hit = {**drawer_view(drawer), "score": score}
+            hit = {**drawer_values(drawer), "score": score}
             if signals:
                 hit["signals"] = signals
             hits.append(hit)

@@ -20,7 +20,7 @@ from kernel.rest import (
 from kernel.validation import body_object
 from palace.search import query as search_query
 from palace.search.service import SearchService
-from palace.views import DRAWER
+from palace.search.shapes import SearchResults
 
 TEMPORAL_HELP = (
     "validity time: at most one of as_of, from with until, and include_historical; an instant "
@@ -52,27 +52,6 @@ def _flat_parameters(*, recall: bool) -> list[OpenApiParameter]:
     return parameters
 
 
-HIT = inline_serializer(
-    "SearchHit",
-    {
-        **type(DRAWER)().get_fields(),
-        "score": serializers.FloatField(help_text="comparable only within one response"),
-        "signals": serializers.DictField(
-            child=serializers.FloatField(), required=False, help_text="each leg's own score"
-        ),
-        "via": serializers.ListField(child=serializers.CharField(), required=False),
-    },
-)
-RESULTS = inline_serializer(
-    "SearchResults",
-    {
-        "query": serializers.CharField(),
-        "ranking": serializers.ChoiceField(["lexical", "semantic", "hybrid"]),
-        "profile": serializers.CharField(allow_null=True),
-        "temporal": serializers.JSONField(),
-        "results": serializers.ListField(child=HIT),
-    },
-)
 SEARCH_BODY = inline_serializer(
     "SearchBody",
     {
@@ -136,7 +115,7 @@ class SearchView(SearchServiceView):
     @extend_schema(
         summary="Search drawers: lexical, semantic, hybrid or auto, in scope and in time",
         parameters=_flat_parameters(recall=False),
-        responses={200: RESULTS, **errors(400, 403, 404)},
+        responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def get(self, request: Request) -> Response:
         return self.answer(request, recall=False, body=False)
@@ -145,7 +124,7 @@ class SearchView(SearchServiceView):
         summary="Search drawers with a JSON request (a nested filter, your own query vector)",
         parameters=[MODE_PARAMETER],
         request=SEARCH_BODY,
-        responses={200: RESULTS, **errors(400, 403, 404)},
+        responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:
         return self.answer(request, recall=False, body=True)
@@ -155,7 +134,7 @@ class RecallView(SearchServiceView):
     @extend_schema(
         summary="Recall: search whole wings (the same options as search, without room)",
         parameters=_flat_parameters(recall=True),
-        responses={200: RESULTS, **errors(400, 403, 404)},
+        responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def get(self, request: Request) -> Response:
         return self.answer(request, recall=True, body=False)
@@ -164,7 +143,7 @@ class RecallView(SearchServiceView):
         summary="Recall with a JSON request",
         parameters=[MODE_PARAMETER],
         request=SEARCH_BODY,
-        responses={200: RESULTS, **errors(400, 403, 404)},
+        responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:
         return self.answer(request, recall=True, body=True)

@@ -1,0 +1,78 @@
+"""The shapes of what the daemon says of itself: health, the status report, shutdown and the
+API token (see `kernel.shapes`; a docstring would become a component's description)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from jobs.shapes import JobCounts
+from kernel.context import Mode
+from kernel.shapes import Shape
+from palace.embeddings.shapes import EmbeddingProvenance
+from palace.search.shapes import SearchIndexStatus
+
+
+class Health(Shape):
+    status = serializers.CharField()
+
+
+class StatusStore(Shape):
+    mode = serializers.CharField(help_text="embedded or remote")
+
+
+# An unhealthy datastore is reported here, inside a 200 (api.md "REST API").
+class StatusDatastore(Shape):
+    healthy = serializers.BooleanField()
+    error = serializers.CharField(required=False, help_text="why it is not healthy")
+
+
+class StatusMigrations(Shape):
+    applied = serializers.IntegerField()
+    available = serializers.IntegerField()
+    pending = serializers.IntegerField()
+
+
+class StatusEmbeddings(Shape):
+    default_profile = serializers.CharField(allow_null=True)
+    profiles = serializers.DictField(
+        child=EmbeddingProvenance(), help_text="each configured profile, by name"
+    )
+
+
+# The status report. What only a healthy datastore can say (migrations, drawers, jobs) is
+# null when it is not.
+class StatusReport(Shape):
+    version = serializers.CharField()
+    pid = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    uptime_secs = serializers.IntegerField()
+    bind_addr = serializers.CharField()
+    mcp_url = serializers.CharField()
+    palace = serializers.CharField(help_text="the palace's directory")
+    store = StatusStore()
+    datastore = StatusDatastore()
+    migrations = StatusMigrations(allow_null=True)
+    drawers = serializers.IntegerField(allow_null=True)
+    jobs = JobCounts(allow_null=True)
+    search = SearchIndexStatus()
+    embeddings = StatusEmbeddings()
+    auth_enabled = serializers.BooleanField(help_text="whether requests need a token")
+    mode = serializers.ChoiceField(
+        [mode.value for mode in Mode], help_text="the memory mode of this request"
+    )
+
+
+class Shutdown(Shape):
+    shutting_down = serializers.BooleanField()
+
+
+# The token is shown in this answer only (api.md "Authentication").
+class Token(Shape):
+    token = serializers.CharField()
+    algorithm = serializers.CharField()
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class Revoked(Shape):
+    revoked = serializers.BooleanField()

@@ -1,0 +1,50 @@
+"""The shapes of search and recall answers, and of the search indexes in the status report.
+
+Each renders what a service answers and is what the OpenAPI document says of it (see
+`kernel.shapes`); a shape explains itself in comments, since a docstring would become its
+component's description.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from kernel.shapes import Shape
+from palace.shapes import Drawer
+
+
+# A hit is the stored drawer verbatim with what ranked it (api.md "Searching").
+class SearchHit(Drawer):
+    score = serializers.FloatField(help_text="comparable only within one response")
+    signals = serializers.DictField(
+        child=serializers.FloatField(), required=False, help_text="each leg's own score"
+    )
+    via = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class SearchResults(Shape):
+    query = serializers.CharField()
+    ranking = serializers.ChoiceField(["lexical", "semantic", "hybrid"])
+    profile = serializers.CharField(allow_null=True)
+    # "current", "all", {"as_of": t} or {"between": {"from": t1, "until": t2}}.
+    temporal = serializers.JSONField()
+    results = serializers.ListField(child=SearchHit())
+
+
+# One shape for the three states of the indexes: the fields of each state are optional.
+class SearchIndexStatus(Shape):
+    state = serializers.CharField(help_text="rebuilding, catching_up or ready")
+    drawers_read = serializers.IntegerField(required=False, help_text="rebuilding: read so far")
+    of = serializers.IntegerField(required=False, help_text="rebuilding: drawers to read")
+    changes_read = serializers.IntegerField(
+        required=False, help_text="catching_up: changes read so far"
+    )
+    drawers = serializers.IntegerField(required=False, help_text="ready: drawers indexed")
+    vectors = serializers.DictField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="ready: vectors indexed in each embedding profile",
+    )
+    watermark = serializers.IntegerField(
+        required=False, help_text="ready: the change the indexes have read up to"
+    )

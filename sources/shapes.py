@@ -1,0 +1,51 @@
+"""The shapes of what the source service answers: the adapters this daemon has and the places
+mined (see `kernel.shapes`; a docstring would become a component's description)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from kernel.shapes import Shape
+
+
+class SourceCapabilities(Shape):
+    incremental = serializers.BooleanField()
+    retains_raw = serializers.BooleanField()
+    needs_credentials = serializers.BooleanField()
+
+
+class SourceOption(Shape):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    type = serializers.ChoiceField(["string", "path", "date"])
+    breadth = serializers.ChoiceField(
+        ["include", "opt_in_include", "exclude", "since"], required=False
+    )
+
+
+class SourceAdapter(Shape):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    capabilities = SourceCapabilities()
+    origin = serializers.ChoiceField(["builtin", "package", "bundled", "registry", "plugin"])
+    options = serializers.ListField(child=SourceOption())
+
+
+class MinedSource(Shape):
+    id = serializers.CharField()
+    # Typed as DRF's `Field.source` to mypy; the serializer's metaclass takes declared fields
+    # out of the class, so the name is the field's alone.
+    source = serializers.CharField(help_text="the adapter that reads it")  # type: ignore[assignment]
+    account = serializers.CharField(allow_null=True)
+    locator = serializers.CharField(help_text="the place, e.g. the directory's path")
+    cursor = serializers.JSONField(allow_null=True, help_text="where the next run starts")
+    last_job = serializers.CharField(allow_null=True)
+    last_run_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField(help_text="when it was first mined")
+    updated_at = serializers.DateTimeField()
+    documents = serializers.IntegerField(help_text="documents read from it so far")
+
+
+class Sources(Shape):
+    adapters = serializers.ListField(child=SourceAdapter())
+    sources = serializers.ListField(child=MinedSource())
