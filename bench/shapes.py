@@ -36,13 +36,12 @@ from jobs.services import job_values  # noqa: E402
 from jobs.shapes import Job  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
-from palace.drawers import drawer_values, listing_values  # noqa: E402
 from palace.filing import Filing, FilingService  # noqa: E402
 from palace.hierarchy import HierarchyService  # noqa: E402
 from palace.repositories.filing import FilingRepository  # noqa: E402
 from palace.repositories.hierarchy import HierarchyRepository  # noqa: E402
 from palace.search.shapes import SearchResults  # noqa: E402
-from palace.shapes import Drawer, DrawerList  # noqa: E402
+from palace.shapes import Drawer, DrawerList, drawer_values, listing_values  # noqa: E402  # noqa: E402
 
 WORDS = ("deploy", "formatter", "database", "postgres", "release")
 WORDS += ("friday", "review", "cache", "queue", "index")

@@ -34,7 +34,7 @@ from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from kernel.validation import parse_instant, parse_limit, parse_uuid
-from palace.drawers import listing_values
+from palace.shapes import listing_values
 
 ENTITY_LIST_LIMIT = 50
 MENTION_LIST_LIMIT = 200

@@ -56,9 +56,9 @@ class JobOrphaned(Conflict):
 
 def job_values(row: Mapping[str, Any]) -> dict[str, Any]:
     """The job record as `jobs.shapes.Job` renders it (which adds the optional fields unset, as
-    null): without the claim order the database computes, its checkpoint `{}` until the
-    handler saves one, and its stop requests false unless made."""
-    values = {key: value for key, value in row.items() if key != "claim_rank"}
+    null): the fields the shape declares (not the claim order the database computes), its
+    checkpoint `{}` until the handler saves one, and its stop requests false unless made."""
+    values = Job.select(row)
     values["checkpoint"] = row.get("checkpoint") or {}
     values["pause_requested"] = bool(row.get("pause_requested"))
     values["cancel_requested"] = bool(row.get("cancel_requested"))

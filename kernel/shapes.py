@@ -132,6 +132,14 @@ class Shape(serializers.Serializer):
         return answer
 
     @classmethod
+    def select(cls, record: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of a stored record this shape declares, in the record's order. A record
+        may hold what the daemon keeps for itself, or what an earlier version wrote: no answer
+        shows it, and a read never fails on it."""
+        fields = cls._form.fields
+        return {key: value for key, value in record.items() if key in fields}
+
+    @classmethod
     def _mismatch(cls, keys: Iterable[str]) -> ShapeMismatch:
         present = set(keys)
         return ShapeMismatch(

@@ -15,9 +15,6 @@ from palace import dedup
 
 SOURCE_KINDS = ("file", "manual", "transcript", "note", "other")
 PREVIEW_CHARS = 120
-# Fields kept for the daemon's own lookups, never shown.
-INTERNAL_FIELDS = ("dedup_head", "dedup_tail", "dedup_keyed")
-
 
 # What a fingerprint ignores: everything that is not a letter or a digit (`str.isalnum`).
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -102,37 +99,6 @@ def derived(content: str) -> dict[str, Any]:
         # Listed in `dedup_key` in the same transaction as the drawer is created.
         "dedup_keyed": True,
     }
-
-
-def _shown_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a stored drawer an answer shows: those set, but the daemon's own; `name`
-    and `valid_to` null when unset, in the place answers have always had them (before what an
-    answer adds to a drawer, such as `created` or a hit's `score`); and the source as this
-    version reads it."""
-    values = {
-        key: value for key, value in row.items() if value is not None and key not in INTERNAL_FIELDS
-    }
-    values["name"] = row.get("name")
-    values["valid_to"] = row.get("valid_to")
-    values["source"] = read_source(row.get("source"))
-    return values
-
-
-def drawer_values(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored drawer verbatim, as `palace.shapes.Drawer` renders it: its provenance says
-    `job_id: null` when no job filed it."""
-    values = _shown_fields(row)
-    values["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
-    return values
-
-
-def listing_values(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listing entry, as `palace.shapes.DrawerListing` renders it: everything but the
-    content, which only a preview stands for."""
-    values = _shown_fields({k: v for k, v in row.items() if k not in ("head", "length")})
-    values["preview"] = preview(row["head"])
-    values["length"] = row["length"]
-    return values
 
 
 def announce(events: EventBus, drawer: Mapping[str, Any], action: str) -> None:

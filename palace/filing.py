@@ -23,11 +23,11 @@ from kernel.events import EventBus
 from kernel.store import Statement, UniqueViolation
 from kernel.validation import body_object, parse_instant, refuse_unknown, string_list
 from palace import dedup, drawers
-from palace.drawers import announce, drawer_values
+from palace.drawers import announce
 from palace.hierarchy import HierarchyService
 from palace.names import check_drawer_name
 from palace.repositories.filing import FilingRepository
-from palace.shapes import DrawerDuplicates, DrawerFiled
+from palace.shapes import DrawerDuplicates, DrawerFiled, drawer_values
 
 DRAWER_FIELDS = ("content", "name", "tags", "source", "valid_from", "requested_by")
 # How many rooms writes keep by the references they named them by. Resolving a batch's rooms by

@@ -29,7 +29,7 @@ from kernel.validation import (
     parse_uuid,
     refuse_unknown,
 )
-from palace.drawers import announce, drawer_values, listing_values
+from palace.drawers import announce
 from palace.names import check_room_name, check_wing_name
 from palace.repositories.hierarchy import HierarchyRepository
 from palace.shapes import (
@@ -42,6 +42,8 @@ from palace.shapes import (
     Wing,
     WingCreated,
     WingList,
+    drawer_values,
+    listing_values,
 )
 
 DRAWER_LIST_LIMIT = 50

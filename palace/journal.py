@@ -21,11 +21,10 @@ from kernel.validation import (
     string_list,
 )
 from palace import drawers
-from palace.drawers import drawer_values
 from palace.filing import Filing, FilingService
 from palace.hierarchy import HierarchyService, WingNotFound
 from palace.repositories.journal import JournalRepository
-from palace.shapes import Diary, DrawerFiled, WakeUp
+from palace.shapes import Diary, DrawerFiled, WakeUp, drawer_values
 
 NOTE_FIELDS = ("wing", "room", "content", "uri", "tags", "requested_by")
 DIARY_FIELDS = ("agent_identity", "wing", "content", "tags", "requested_by")

@@ -19,11 +19,11 @@ from kernel.errors import Conflict
 from kernel.events import EventBus
 from kernel.validation import body_object, refuse_unknown, string_list
 from palace import drawers
-from palace.drawers import announce, drawer_values
+from palace.drawers import announce
 from palace.filing import Filing, FilingService
 from palace.hierarchy import HierarchyService
 from palace.repositories.revisions import RevisionRepository
-from palace.shapes import DrawerHistory, Superseded
+from palace.shapes import DrawerHistory, Superseded, drawer_values
 
 SUPERSEDE_FIELDS = ("content", "tags", "requested_by")
 # The most versions a history walks in each direction.

@@ -7,10 +7,13 @@ component's description.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rest_framework import serializers
 
 from kernel.shapes import Shape
-from palace.drawers import SOURCE_KINDS
+from palace.drawers import SOURCE_KINDS, preview, read_source
 
 
 class Counts(Shape):
@@ -129,6 +132,37 @@ class DrawerListing(Shape):
     superseded_by = serializers.UUIDField(
         required=False, help_text="the version that replaced this one"
     )
+
+
+def _shown_fields(shape: type[Shape], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a stored drawer an answer shows: those `shape` declares and that are set
+    (not what the daemon keeps for its own lookups); `name` and `valid_to` null when unset, in
+    the place answers have always had them (before what an answer adds to a drawer, such as
+    `created` or a hit's `score`); and the source as this version reads it."""
+    values = {key: value for key, value in shape.select(row).items() if value is not None}
+    values["name"] = row.get("name")
+    values["valid_to"] = row.get("valid_to")
+    values["source"] = read_source(row.get("source"))
+    return values
+
+
+def drawer_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored drawer verbatim, as `Drawer` renders it: its provenance says `job_id: null`
+    when no job filed it."""
+    values = _shown_fields(Drawer, row)
+    values["provenance"] = {"job_id": None, **(row.get("provenance") or {})}
+    return values
+
+
+def listing_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry, as `DrawerListing` renders it: everything but the content, which only a
+    preview stands for."""
+    values = _shown_fields(
+        DrawerListing, {key: value for key, value in row.items() if key not in ("head", "length")}
+    )
+    values["preview"] = preview(row["head"])
+    values["length"] = row["length"]
+    return values
 
 
 class DrawerList(Shape):

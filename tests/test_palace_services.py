@@ -213,6 +213,21 @@ def test_listing_pages_and_never_carries_content(palace: Palace, ctx: RequestCon
         palace.hierarchy.list_drawers(ctx, "w", "r", limit="ten")
 
 
+def test_a_field_stored_by_another_version_is_read_but_never_shown(
+    palace: Palace, ctx: RequestContext
+) -> None:
+    drawer = palace.filing.create_drawer(ctx, "w", "r", {"content": "kept as it was"})
+    palace.store.query(
+        "UPDATE type::record('drawer', $id) SET legacy = 'written long ago'", {"id": drawer["id"]}
+    )
+    shown = palace.hierarchy.show_drawer_by_id(ctx, drawer["id"])
+    assert "legacy" not in shown
+    assert shown["content"] == "kept as it was"
+    listed = palace.hierarchy.list_drawers(ctx, "w", "r")["drawers"]
+    assert [entry["id"] for entry in listed] == [drawer["id"]]
+    assert "legacy" not in listed[0]
+
+
 def test_drawer_by_id_needs_a_uuid(palace: Palace, ctx: RequestContext) -> None:
     with pytest.raises(InputInvalid) as caught:
         palace.hierarchy.show_drawer_by_id(ctx, "not-a-uuid")

@@ -150,3 +150,8 @@ def test_the_error_body_is_what_its_shape_declares() -> None:
     body = MemCastleError("it failed", code="memcastle::x::y", help="do this").body()
     assert Error.render(body) == body
     assert list(Error.render(body)) == ["error", "code", "help"]
+
+
+def test_select_keeps_what_a_stored_record_holds_of_the_shape_in_its_order() -> None:
+    record = {"free": {}, "kept_for_lookups": 3, "id": "1", "written_long_ago": True, "name": None}
+    assert list(Whole.select(record).items()) == [("free", {}), ("id", "1"), ("name", None)]

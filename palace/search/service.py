@@ -15,13 +15,13 @@ import numpy as np
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
-from palace.drawers import drawer_values
 from palace.hierarchy import HierarchyService
 from palace.search import expansion, lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
 from palace.search.shapes import SearchResults
+from palace.shapes import drawer_values
 
 if TYPE_CHECKING:
     from graph.reads import GraphReads
