@@ -39,7 +39,7 @@ class DjangoApp(ASGIHandler):
     new thread for every request's sync view. Without it, asgiref runs thread-sensitive code on
     its single shared thread, which also suits the one store connection the views share.
     Measured on 2 cores: /api/health 3.4 -> 2.5 ms median, a drawer by id 4.9 -> 3.5 ms
-    (docs/benchmarks.md).
+    (docs/benchmarks-history.md, "Hierarchy and REST reads").
 
     The stock handler then hops to that thread twice: once for the view, once more, after the
     response is sent, to close it. The second hop waits for the interpreter lock behind the

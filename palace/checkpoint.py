@@ -45,7 +45,8 @@ MAX_ITEMS = 10_000
 # into an empty room with synced writes: 51 items/s one at a time, 364 items/s 25 at a time; an
 # item's own synced write and checkpoint save were most of its cost. At 25, the checkpoint saves
 # of a 1,000-item job (each rewrites the job's row, payload included) were still 23% of its
-# time (docs/benchmarks.md); 100 items take about 0.2 s, so a pause still lands quickly.
+# time (docs/benchmarks-history.md, "Jobs"); 100 items take about 0.2 s, so a pause still
+# lands quickly.
 CHUNK = 100
 
 
