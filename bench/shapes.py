@@ -41,7 +41,7 @@ from palace.hierarchy import HierarchyService  # noqa: E402
 from palace.repositories.filing import FilingRepository  # noqa: E402
 from palace.repositories.hierarchy import HierarchyRepository  # noqa: E402
 from palace.search.shapes import SearchResults  # noqa: E402
-from palace.shapes import Drawer, DrawerList, drawer_values, listing_values  # noqa: E402  # noqa: E402
+from palace.shapes import Drawer, DrawerList, drawer_values, listing_values  # noqa: E402
 
 WORDS = ("deploy", "formatter", "database", "postgres", "release")
 WORDS += ("friday", "review", "cache", "queue", "index")

@@ -90,6 +90,26 @@ def _ip(raw: object) -> str:
         raise ValueError(f"an IP address such as 127.0.0.1 or ::1, not a host name{hint}") from None
 
 
+def is_loopback(address: str) -> bool:
+    return ipaddress.ip_address(address).is_loopback
+
+
+def origins_value(raw: object) -> tuple[str, ...]:
+    """Exact web origins (`scheme://host[:port]`), as a list or one comma-separated string."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple):
+        raise ValueError("a list of origins such as http://localhost:3000")
+    origins: list[str] = []
+    for item in items:
+        text = item.strip() if isinstance(item, str) else ""
+        if not text and isinstance(raw, str):
+            continue
+        if not re.fullmatch(r"https?://[^/\s?#]+", text):
+            raise ValueError("origins such as http://localhost:3000 (a scheme and a host, no path)")
+        origins.append(text)
+    return tuple(origins)
+
+
 def _absolute_path(raw: object) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError("an absolute path")
@@ -223,6 +243,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("auth.enabled", False, _bool, "MEMCASTLE_AUTH_ENABLED"),
     Setting("auth.token", None, _secret, "MEMCASTLE_AUTH_TOKEN", env_trim=True),
     Setting("web.enable", False, _bool, "MEMCASTLE_WEB_ENABLE"),
+    Setting("db.bind", "127.0.0.1", _ip, "MEMCASTLE_DB_BIND"),
+    Setting("db.port", 8000, _port, "MEMCASTLE_DB_PORT"),
+    Setting("db.allow_remote", False, _bool, "MEMCASTLE_DB_ALLOW_REMOTE"),
+    Setting("db.allowed_origins", (), origins_value, "MEMCASTLE_DB_ALLOWED_ORIGINS"),
     Setting("store.mode", "embedded", _choice("embedded", "remote")),
     Setting("store.sync", "every", _store_sync, "MEMCASTLE_STORE_SYNC"),
     Setting("store.url", None, _store_url),
@@ -311,6 +335,17 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class DatabaseConsoleConfig:
+    """`[db]`: where `memcastle db start` opens the database console unless told otherwise.
+    No setting opens it."""
+
+    bind: str = "127.0.0.1"
+    port: int = 8000
+    allow_remote: bool = False
+    allowed_origins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class JobsConfig:
     max_concurrency: int
     drain_timeout_secs: int
@@ -390,6 +425,7 @@ class Config:
     mining: MiningConfig = MiningConfig()
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     extraction: ExtractionConfig = ExtractionConfig()
+    db: DatabaseConsoleConfig = DatabaseConsoleConfig()
 
     def __repr__(self) -> str:
         return (
@@ -465,6 +501,7 @@ def load_config(
     if values["palace.path"] is None:
         values["palace.path"] = default_palace_path(env)
     _check_store(values)
+    _check_console(values)
     return Config(
         palace_path=values["palace.path"],
         bind=values["server.bind"],
@@ -503,6 +540,12 @@ def load_config(
         ),
         embeddings=_embeddings(values, file_values, origins, path),
         extraction=_extraction(values, origins),
+        db=DatabaseConsoleConfig(
+            bind=values["db.bind"],
+            port=values["db.port"],
+            allow_remote=values["db.allow_remote"],
+            allowed_origins=values["db.allowed_origins"],
+        ),
     )
 
 
@@ -531,6 +574,20 @@ def _check_store(values: dict[str, Any]) -> None:
         raise ConfigInvalid(
             "invalid value for `jobs.broker_url`: a broker is only used with store.mode = "
             '"remote" (an embedded palace runs its jobs inside the daemon)'
+        )
+
+
+def _check_console(values: dict[str, Any]) -> None:
+    if not is_loopback(values["db.bind"]) and not values["db.allow_remote"]:
+        raise ConfigInvalid(
+            f"invalid value for `db.bind`: {values['db.bind']} is not a loopback address, and "
+            "the database console would send the token in cleartext; set db.allow_remote = true "
+            "(with auth.enabled) to allow it"
+        )
+    if values["db.port"] != 0 and values["db.port"] == values["server.port"]:
+        raise ConfigInvalid(
+            f"invalid value for `db.port`: {values['db.port']} is the daemon's own port "
+            "(server.port); give the database console another"
         )
 
 

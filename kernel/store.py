@@ -251,6 +251,18 @@ class Store:
             logger.error("datastore query failed: %s\n%s", exc, sql.strip()[:2000])
             raise StoreFailed("the datastore failed to answer") from None
 
+    def rpc(self, frame: bytes) -> bytes:
+        """One SurrealDB RPC request (a CBOR frame) through the embedded engine, answered as a
+        server would: the database console's way in. A frame naming no session runs in this
+        store's own session, so the console always names one."""
+        if self._db is None:
+            raise StoreFailed("the datastore is not open")
+        # The SDK's embedded connection keeps its engine handle here and sends its own requests
+        # to it the same way (`BlockingEmbeddedSurrealConnection._send`).
+        engine = self._db._db
+        answer: bytes = engine.execute(frame)
+        return answer
+
     def healthy(self) -> tuple[bool, str | None]:
         try:
             self.one("RETURN 1")

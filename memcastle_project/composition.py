@@ -26,6 +26,7 @@ from kernel.config import Config
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
+from memcastle_project.console import DatabaseConsole
 from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
 from palace.embeddings.repository import EmbeddingRepository
@@ -85,6 +86,7 @@ class Services:
     miners: ConfiguredSection
     triggers: ConfiguredSection
     system: SystemService
+    console: DatabaseConsole
 
 
 def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
@@ -106,15 +108,16 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         config.palace_path / "search",
         {name: profile.dimensions for name, profile in embeddings.profiles.items()},
     )
+    tokens = TokenService(
+        TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
+    )
     services = Services(
         config=config,
         store=store,
         events=events,
         executor=executor,
         jobs=jobs,
-        tokens=TokenService(
-            TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
-        ),
+        tokens=tokens,
         hierarchy=hierarchy,
         filing=filing,
         revisions=RevisionService(RevisionRepository(store), hierarchy, filing, events),
@@ -132,9 +135,16 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         miners=ConfiguredSection("miner"),
         triggers=ConfiguredSection("trigger"),
         system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
+        console=DatabaseConsole(config, store, tokens, daemon_port=_port(bind_addr, config)),
     )
     executor.services = services
     return services
+
+
+def _port(bind_addr: str, config: Config) -> int:
+    """The port the daemon listens on: the one it bound (`server.port` may be 0)."""
+    _, _, port = bind_addr.rpartition(":")
+    return int(port) if port.isdigit() else config.port
 
 
 if TYPE_CHECKING:

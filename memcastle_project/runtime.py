@@ -70,9 +70,11 @@ class Runtime:
         self.services.executor.begin_drain()
 
     def close(self) -> None:
-        """Wait for the running jobs (at most `jobs.drain_timeout_secs`), then close the
-        indexes and the store, which releases the palace's lock."""
+        """Close the database console, wait for the running jobs (at most
+        `jobs.drain_timeout_secs`), then close the indexes and the store, which releases the
+        palace's lock."""
         try:
+            self.services.console.close()
             self.begin_stop()
             self.services.executor.finish_drain(self.services.config.jobs.drain_timeout_secs)
             self.worker.wait_stopped()

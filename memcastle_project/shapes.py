@@ -1,5 +1,6 @@
-"""The shapes of what the daemon says of itself: health, the status report, shutdown and the
-API token (see `kernel.shapes`; a docstring would become a component's description)."""
+"""The shapes of what the daemon says of itself: health, the status report, shutdown, the
+API token and the database console (see `kernel.shapes`; a docstring would become a
+component's description)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,23 @@ class Token(Shape):
 
 class Revoked(Shape):
     revoked = serializers.BooleanField()
+
+
+# The database console (`/api/db`): where it listens and how to sign in to it.
+class DatabaseConsoleAnswer(Shape):
+    running = serializers.BooleanField()
+    addr = serializers.CharField(allow_null=True, help_text="host:port it listens on")
+    url = serializers.CharField(
+        allow_null=True, help_text="what SurrealDB Studio or an SDK connects to (RPC at /rpc)"
+    )
+    namespace = serializers.CharField()
+    database = serializers.CharField()
+    user = serializers.CharField(help_text="a user name to sign in with (any name is accepted)")
+    remote = serializers.BooleanField(help_text="whether it listens beyond this machine")
+    auth_required = serializers.BooleanField(
+        help_text="whether a connection must sign in with the API token as its password"
+    )
+    started_at = serializers.DateTimeField(allow_null=True)
+    already_running = serializers.BooleanField(
+        help_text="true only on an open that found the console already open as asked"
+    )

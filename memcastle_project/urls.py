@@ -50,6 +50,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path("api/status", views.StatusView.as_view(system=services.system)),
         path("api/shutdown", views.ShutdownView.as_view(system=services.system)),
         path("api/auth/token", views.TokenView.as_view(tokens=services.tokens)),
+        path("api/db", views.DatabaseConsoleView.as_view(console=services.console)),
         path("api/wings", palace.WingsView.as_view(**hierarchy)),
         path("api/wings/<str:wing>", palace.WingView.as_view(**hierarchy)),
         path("api/wings/<str:wing>/rooms", palace.RoomsView.as_view(**hierarchy)),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,7 +20,15 @@ from kernel.rest import (
     service,
 )
 from memcastle_project.auth import TokenService
-from memcastle_project.shapes import Health, Revoked, Shutdown, StatusReport, Token
+from memcastle_project.console import DatabaseConsole
+from memcastle_project.shapes import (
+    DatabaseConsoleAnswer,
+    Health,
+    Revoked,
+    Shutdown,
+    StatusReport,
+    Token,
+)
 from memcastle_project.system import SystemService, health
 
 
@@ -78,6 +87,47 @@ class TokenView(MemCastleView):
     )
     def delete(self, request: Request) -> Response:
         return Response(self.tokens.revoke(administrative_context(request)))
+
+
+class DatabaseConsoleView(MemCastleView):
+    console: DatabaseConsole = service()
+
+    @extend_schema(
+        summary="Where the database console listens, if it is open",
+        responses={200: DatabaseConsoleAnswer, **errors()},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(self.console.status())
+
+    @extend_schema(
+        summary="Open the database console: SurrealDB's RPC onto the live embedded palace "
+        "(200 with already_running when it is open as asked)",
+        request=inline_serializer(
+            "DatabaseConsoleOpen",
+            {
+                "bind": serializers.CharField(required=False, help_text="an IP address"),
+                "port": serializers.IntegerField(required=False, help_text="0 for any free port"),
+                "allow_remote": serializers.BooleanField(required=False),
+                "allowed_origins": serializers.ListField(
+                    child=serializers.CharField(), required=False
+                ),
+                "requested_by": serializers.CharField(required=False),
+            },
+        ),
+        responses={200: DatabaseConsoleAnswer, 201: DatabaseConsoleAnswer, **errors(400, 409)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = administrative_context(request, body=request.data)
+        answer = self.console.open(ctx, request.data)
+        return Response(answer, status=200 if answer["already_running"] else 201)
+
+    @extend_schema(
+        summary="Close the database console and every open connection (a closed one is fine)",
+        request=None,
+        responses={200: DatabaseConsoleAnswer, **errors()},
+    )
+    def delete(self, request: Request) -> Response:
+        return Response(self.console.close())
 
 
 def dashboard(*, web_enabled: bool) -> Callable[..., HttpResponse]:

@@ -463,3 +463,53 @@ def test_a_missing_config_file_fails_the_command(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "memcastle::io::failed" in result.stderr
     assert str(missing) in result.stderr
+
+
+# The database console's defaults ([db]) --------------------------------------------------------
+
+
+def test_the_console_defaults_to_loopback_port_8000(env: dict[str, str]) -> None:
+    console = load(env).db
+
+    assert (console.bind, console.port, console.allow_remote) == ("127.0.0.1", 8000, False)
+    assert console.allowed_origins == ()
+
+
+def test_the_console_settings_from_the_file_and_the_environment(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write_toml(
+        tmp_path,
+        '[db]\nbind = "0.0.0.0"\nallow_remote = true\nport = 9000\n'
+        'allowed_origins = ["https://studio.example.org"]\n',
+    )
+    from_file = load(env, path).db
+    assert (from_file.bind, from_file.port, from_file.allow_remote) == ("0.0.0.0", 9000, True)
+    assert from_file.allowed_origins == ("https://studio.example.org",)
+
+    environment = {
+        **env,
+        "MEMCASTLE_DB_PORT": "0",
+        "MEMCASTLE_DB_ALLOWED_ORIGINS": "http://a.example, http://b.example:3000",
+    }
+    from_env = load(environment).db
+    assert from_env.port == 0
+    assert from_env.allowed_origins == ("http://a.example", "http://b.example:3000")
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('[db]\nbind = "0.0.0.0"\n', "db.bind"),
+        ('[db]\nbind = "db.example"\n', "db.bind"),
+        ("[db]\nport = 8420\n", "db.port"),
+        ('[db]\nallowed_origins = ["studio.example.org"]\n', "db.allowed_origins"),
+        ('[db]\nallowed_origins = "http://a.example"\nport = "x"\n', "db.port"),
+    ],
+)
+def test_unsafe_or_invalid_console_settings_are_refused(
+    env: dict[str, str], tmp_path: Path, text: str, named: str
+) -> None:
+    error = refused(env, write_toml(tmp_path, text))
+
+    assert f"`{named}`" in error.message

@@ -208,6 +208,13 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed Graph.top",
         "changed Graph.entities",
     ),
+    "Added since: the database console's routes (docs/database.md)": (
+        "added GET /api/db",
+        "added POST /api/db",
+        "added DELETE /api/db",
+        "added DatabaseConsoleAnswer",
+        "added DatabaseConsoleOpenRequest",
+    ),
 }
 
 
@@ -477,6 +484,11 @@ def test_real_answers_are_what_the_document_declares(
         answer("PUT", "/api/drawers/{drawer_id}/embedding", json=body, drawer_id=filed["id"])
         answer("POST", "/api/auth/token", 201)
         answer("DELETE", "/api/auth/token")
+        answer("GET", "/api/db")
+        answer("POST", "/api/db", 201, json={"port": 0})
+        answer("POST", "/api/db", 200, json={"port": 0})
+        answer("POST", "/api/db", 409, json={"port": 1})
+        answer("DELETE", "/api/db")
 
         demo = {"type": "demo", "steps": 50, "step_ms": 100}
         started = answer("POST", "/api/jobs", 201, json=demo)
