@@ -31,6 +31,7 @@ import itertools
 import json
 import logging
 import secrets
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,14 @@ SESSION_KEY = cbor2.dumps("session")
 METHOD_KEY = cbor2.dumps("method")
 ID_KEY = cbor2.dumps("id")
 PARAMS_KEY = cbor2.dumps("params")
+# CBOR tag 37 (a UUID) on a byte string of 16.
+_UUID_TAG = b"\xd8\x25\x50"
+# A request shorter than this earns no pause (`Listener._answer`): a lookup by id is not what
+# starves the process.
+BUSY_SECS = 0.002
+# The methods whose answers the bridge reads: they change which sessions a connection has, or
+# what they may do.
+SESSION_METHODS = frozenset({"attach", "detach", "sessions", "invalidate", "reset"})
 _HEAD_SIZES = {24: 1, 25: 2, 26: 4, 27: 8}
 _BREAK = 0xFF
 
@@ -290,7 +299,7 @@ class Doorkeeper(Protocol):
         """The bridge's own answer to a call, or None to pass the call to the engine."""
 
     async def answered(self, connection: Connection, call: Call, reply: Mapping[str, Any]) -> None:
-        """The engine answered a call that it passed on."""
+        """The engine accepted a session method (`SESSION_METHODS`) that it passed on."""
 
 
 class Connection:
@@ -346,13 +355,16 @@ class Connection:
         if own is not None:
             return own
         reply = await self.engine.execute(join_map(pairs))
-        answer = decode(reply)
-        if isinstance(answer, dict) and answer.get("error") is None:
-            await self._track(call, answer)
-            if method == "sessions" and isinstance(answer.get("result"), list):
-                mine = [s for s in answer["result"] if str(s) in self.sessions()]
-                return _without_session(rpc_result(request_id, mine), named)
-        return _without_session(reply, named)
+        # Only the session methods' answers are read; a query's, which may be large, is passed
+        # on as the engine wrote it.
+        if method in SESSION_METHODS:
+            answer = decode(reply)
+            if isinstance(answer, dict) and answer.get("error") is None:
+                await self._track(call, answer)
+                if method == "sessions" and isinstance(answer.get("result"), list):
+                    mine = [s for s in answer["result"] if str(s) in self.sessions()]
+                    reply = rpc_result(request_id, mine)
+        return reply if named else _without_session(reply, session)
 
     async def _track(self, call: Call, answer: Mapping[str, Any]) -> None:
         """Remember the sessions the client attaches, so they are detached when it goes."""
@@ -378,10 +390,14 @@ def _text(raw: bytes | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _without_session(reply: bytes, named: bool) -> bytes:
-    """The answer without the session key the bridge added to its request."""
-    if named:
-        return reply
+def _without_session(reply: bytes, session: str) -> bytes:
+    """The answer without the session key the bridge added to its request.
+
+    The engine writes the session last, as a UUID (tag 37): cut it off the end without walking
+    the answer, which may be a whole table; any other form is split and joined again."""
+    ending = SESSION_KEY + _UUID_TAG + uuid.UUID(session).bytes
+    if reply.endswith(ending) and 0xA1 <= reply[0] <= 0xB7:
+        return bytes([reply[0] - 1]) + reply[1 : -len(ending)]
     try:
         answer = split_map(reply)
     except ValueError:
@@ -415,9 +431,12 @@ class Listener:
         *,
         allows_origin: OriginCheck | None = None,
         server_header: str = "MemCastle (SurrealDB embedded engine)",
+        yield_factor: float = 0.0,
     ) -> None:
         self.engine = engine
         self._door = door
+        self._yield_factor = yield_factor
+        self._resume_at = 0.0
         self._allows_origin = allows_origin
         self._server_header = server_header
         self._server: Server | None = None
@@ -435,6 +454,8 @@ class Listener:
             select_subprotocol=_encoding,
             process_request=self._route,
             max_size=None,
+            # A server does not compress its frames; on loopback it would only cost CPU.
+            compression=None,
             server_header=self._server_header,
         )
         bound: int = self._server.sockets[0].getsockname()[1]
@@ -471,6 +492,24 @@ class Listener:
             "RPC `query` method\n",
         )
 
+    async def _answer(self, connection: Connection, frame: bytes) -> bytes:
+        """One request, after the pause the listener's previous one earned.
+
+        An engine in this process holds the interpreter lock while it works, so clients that
+        keep it busy (a whole table read in a loop) would starve the process's other work.
+        After a request that took longer than `BUSY_SECS` the listener waits `yield_factor`
+        times as long before it starts the next, on any connection."""
+        pause = self._resume_at - time.monotonic()
+        if pause > 0:
+            await asyncio.sleep(pause)
+        started = time.monotonic()
+        try:
+            return await connection.forward(frame)
+        finally:
+            finished = time.monotonic()
+            if finished - started > BUSY_SECS:
+                self._resume_at = finished + (finished - started) * self._yield_factor
+
     async def _handle(self, websocket: ServerConnection) -> None:
         assert websocket.request is not None  # the handshake is done before the handler runs
         connection = Connection(self.engine, self._door, websocket.request.headers)
@@ -485,12 +524,12 @@ class Listener:
                             json.dumps({"error": {"code": -32700, "message": "Parse error"}})
                         )
                         continue
-                    await websocket.send(_json_answer(await connection.forward(frame)))
+                    await websocket.send(_json_answer(await self._answer(connection, frame)))
                 elif isinstance(message, str):
                     await websocket.close(CloseCode.UNSUPPORTED_DATA, "binary CBOR frames only")
                     return
                 else:
-                    await websocket.send(await connection.forward(message))
+                    await websocket.send(await self._answer(connection, message))
                 if connection.close_reason is not None:
                     await websocket.close(CloseCode.POLICY_VIOLATION, connection.close_reason)
                     return

@@ -26,7 +26,6 @@ import errno
 import ipaddress
 import logging
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,9 +61,9 @@ MAX_REFUSED_SIGNINS = 5
 FIELDS = ("bind", "port", "allow_remote", "allowed_origins", "requested_by")
 START_TIMEOUT_SECS = 30.0
 # The embedded engine holds the interpreter lock while it works, so a console client reading
-# whole tables in a loop would starve the daemon's own requests. After each engine call the
-# console waits this many times as long before its next one: the daemon keeps at least two
-# thirds of the engine (bench/db_console.py measures the REST latency meanwhile).
+# whole tables in a loop would starve the daemon's own requests. After each request the console
+# waits this many times as long before its next one: the daemon keeps at least two thirds of the
+# interpreter (bench/db_console.py measures the REST latency meanwhile).
 YIELD_FACTOR = 2.0
 
 SUPPORTED = frozenset(
@@ -311,7 +310,6 @@ class _OpenConsole:
         self.auth_required = auth_required
         self.started_at = dt.datetime.now(dt.UTC)
         self.port = 0
-        self._resume_at = 0.0
         self._loop = asyncio.new_event_loop()
         self._engine_thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="memcastle-db-engine"
@@ -320,22 +318,18 @@ class _OpenConsole:
             target=self._loop.run_forever, name="memcastle-db-console", daemon=True
         )
         self.engine = Engine(self._execute, internal_user=INTERNAL_USER)
-        self.listener = Listener(self.engine, ConsoleDoor(self), allows_origin=self.allows_origin)
+        self.listener = Listener(
+            self.engine,
+            ConsoleDoor(self),
+            allows_origin=self.allows_origin,
+            yield_factor=YIELD_FACTOR,
+        )
 
     def allows_origin(self, origin: str) -> bool:
         return origin in self.request.allowed_origins or from_this_machine(origin)
 
     async def _execute(self, frame: bytes) -> bytes:
-        """One engine call for a client, after the pause the console's previous call earned."""
-        pause = self._resume_at - time.monotonic()
-        if pause > 0:
-            await asyncio.sleep(pause)
-        started = time.monotonic()
-        try:
-            return await self._loop.run_in_executor(self._engine_thread, self.store.rpc, frame)
-        finally:
-            finished = time.monotonic()
-            self._resume_at = finished + (finished - started) * YIELD_FACTOR
+        return await self._loop.run_in_executor(self._engine_thread, self.store.rpc, frame)
 
     async def verify(self, authorization: str) -> bool:
         return await self._loop.run_in_executor(
