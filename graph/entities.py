@@ -1,4 +1,5 @@
-"""Entities and how names resolve to them (palace.md section 8): the entity service.
+"""Entities and how names resolve to them: the entity service (docs/graph.md, "Entities and
+spellings").
 
 A name (as a drawer or a person writes it) resolves to an entity of its kind by the rules of
 `graph.resolution`, or creates one; a matched spelling is recorded as an alias, and a new entity
@@ -142,7 +143,7 @@ class EntityService:
         """The entity of that id (a UUID), or None."""
         return self._repository.entity(str(uuid.UUID(entity_id)))
 
-    # Resolution (palace.md section 8)
+    # Resolution (docs/graph.md, "Entities and spellings")
 
     def resolve(self, name: str, kind: str) -> Resolution:
         """The entity `name` (as written) names among entities of `kind`, created when no rule

@@ -1,4 +1,4 @@
-"""A checkpoint's facts (graph.md section 2, palace.md section 4): the fact service.
+"""A checkpoint's facts: the fact service (docs/graph.md, "Through a checkpoint").
 
 A checkpoint item may carry a `fact`, applied once its drawer is filed, with that drawer as the
 evidence: `add` asserts a relationship between two entities (named by id, by name, or by

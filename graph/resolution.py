@@ -1,4 +1,5 @@
-"""Entity resolution (palace.md section 8): which entity a name, as a drawer wrote it, names.
+"""Entity resolution: which entity a name, as a drawer wrote it, names (docs/graph.md,
+"Entities and spellings").
 
 Pure functions; the repository finds the entities they judge. Among the entities of the same kind
 (an `other` observation may match any kind), in order:
@@ -12,7 +13,8 @@ Pure functions; the repository finds the entities they judge. Among the entities
    from two of them.
 
 Rule 4 and the candidates are off with `dedup.entity_fuzzy = false`. Distances are between
-keys, with an adjacent transposition counted as one edit, as for drawers (palace.md section 7).
+keys, with an adjacent transposition counted as one edit, as for drawers (docs/concepts.md,
+"Deduplication").
 """
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Durable jobs: records in SurrealDB, executed by Celery (see ARCHITECTURE.md, "Jobs")."""
+"""Durable jobs: records in SurrealDB, executed by Celery (see docs/jobs.md, "How jobs run")."""

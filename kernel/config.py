@@ -364,7 +364,7 @@ class JobsConfig:
 class DedupConfig:
     enabled: bool = True
     near_threshold: float = 0.9
-    # Entity resolution's one-typo rule and `possibly_same_as` candidates (palace.md 8).
+    # Entity resolution's one-typo rule and `possibly_same_as` candidates (docs/graph.md).
     entity_fuzzy: bool = True
 
 

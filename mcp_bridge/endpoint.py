@@ -24,7 +24,8 @@ from mcp_bridge.tools import ToolServices
 logger = logging.getLogger(__name__)
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
-# A session is forgotten, with its mode, after this long without a request (memory-modes.md).
+# A session is forgotten, with its mode, after this long without a request (docs/mcp.md,
+# "Sessions and memory modes").
 SESSION_IDLE_SECS = 300.0
 
 

@@ -1,4 +1,4 @@
-"""How alike two drawers are: exact, normalized and near copies (palace.md section 7).
+"""How alike two drawers are: exact, normalized and near copies (docs/concepts.md, "Deduplication").
 
 Decided here, in the domain, never by a database constraint. An exact copy is the same bytes; a
 normalized copy has the same text once case, punctuation and whitespace are ignored; a near

@@ -4,7 +4,7 @@ mine jobs), and the deduplication that comes with it.
 A batch is judged first (`prepare_batch`: one read for every entry's likely copies and name
 holders), then written in one transaction (`write_batch`). An exact copy of an unnamed drawer
 already valid in its room is not stored again; other likely copies are stored and linked with
-`similar_to` (palace.md section 7).
+`similar_to` (docs/concepts.md, "Deduplication").
 """
 
 from __future__ import annotations

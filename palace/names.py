@@ -1,4 +1,4 @@
-"""Naming rules for wings, rooms and drawers (palace.md section 2).
+"""Naming rules for wings, rooms and drawers (docs/concepts.md, "The palace").
 
 A name is not empty, has no leading or trailing whitespace, no control characters, and does not
 look like a UUID (so `{wing}` can be a name or a UUID without ambiguity). Wing and room names hold

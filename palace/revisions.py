@@ -2,8 +2,8 @@
 
 Superseding closes a drawer and files its replacement from the same instant, linked both ways
 (`superseded_by`, `supersedes`) in one transaction; retiring closes it with no replacement. A
-history is every version of a drawer, walked along those links from any one of them (palace.md
-sections 4 and 5).
+history is every version of a drawer, walked along those links from any one of them
+(docs/concepts.md, "Supersession and history").
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The derived search indexes, and how they stay in step with the store.
 
 SurrealDB is the system of record; the indexes are an accelerator that can always be rebuilt
-from it (ARCHITECTURE.md "Search"). They follow the database's change feed: every change to a
-drawer or an embedding has a monotonic versionstamp, and each index remembers the last one it
-applied (its watermark). So:
+from it (docs/search.md, "How it stays fast"). They follow the database's change feed: every
+change to a drawer or an embedding has a monotonic versionstamp, and each index remembers the
+last one it applied (its watermark). So:
 
 - after a write, the next search (or the follower thread, within a quarter second) reads the
   feed from the watermark on and applies what it finds;

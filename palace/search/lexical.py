@@ -1,8 +1,8 @@
 """The lexical leg: BM25 over drawer text in a tantivy index on disk, derived from the store.
 
 SurrealDB's own full-text index took 76-82 ms for one word over 100,000 drawers, tantivy 0.02 ms
-(ARCHITECTURE.md "Search"). The index carries the scope fields (wing, room, tags, source kind,
-validity) so that scope and time filter inside the query, before ranking and limit.
+(docs/benchmarks.md, "Search"). The index carries the scope fields (wing, room, tags, source
+kind, validity) so that scope and time filter inside the query, before ranking and limit.
 """
 
 from __future__ import annotations

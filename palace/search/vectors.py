@@ -1,8 +1,8 @@
 """The semantic leg: an exact cosine search over one embedding profile's vectors, in numpy.
 
 SurrealDB's HNSW index took about 400 ms for a 384-d query over 100,000 vectors here, an exact
-numpy product 8.7 ms (ARCHITECTURE.md "Search"); exact also means a scoped query gets every
-neighbour in scope. A drawer may have several vectors (the windows of a long text); it scores
+numpy product 8.7 ms (docs/benchmarks.md, "Search"); exact also means a scoped query gets
+every neighbour in scope. A drawer may have several vectors (the windows of a long text); it scores
 by its best one.
 
 The float32 product is bound by memory bandwidth: 160 MB at 100,000 x 384, 8-16 ms here and
