@@ -42,33 +42,24 @@ from websockets.sync.client import ClientConnection  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
 from websockets.typing import Subprotocol  # noqa: E402
 
+from bench.hierarchy import measure  # noqa: E402
+from bench.jobs import quantile  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
 
 STATEMENT = "SELECT * FROM $id"
 
 
-def percentile(samples: list[float], share: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+WARMUP = 20
 
 
 def timed(call: Callable[[], object], repeat: int) -> list[float]:
-    """Milliseconds of each of `repeat` calls, after 20 untimed ones."""
-    for _ in range(20):
-        call()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+    return measure(call, WARMUP, repeat)
 
 
 def line(label: str, samples: list[float]) -> str:
     return (
-        f"  {label:<44} p50 {statistics.median(samples):7.3f}  "
-        f"p90 {percentile(samples, 0.9):7.3f} ms"
+        f"  {label:<44} p50 {statistics.median(samples):7.3f}  p90 {quantile(samples, 90):7.3f} ms"
     )
 
 

@@ -431,7 +431,7 @@ class DatabaseConsole:
             console.addr(),
             ctx.requested_by,
         )
-        return self._answer(console, already_running=False)
+        return self._answer(console)
 
     def _repeat(self, console: _OpenConsole, request: ConsoleRequest) -> dict[str, Any]:
         """A second open: the open console when it asks for nothing different (a field it
@@ -458,10 +458,7 @@ class DatabaseConsole:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            console = self._open
-            if console is None:
-                return self._closed_answer()
-            return self._answer(console, already_running=False)
+            return self._answer(self._open)
 
     def close(self) -> dict[str, Any]:
         """Close the console and every open connection; closing a closed one succeeds."""
@@ -470,37 +467,25 @@ class DatabaseConsole:
             if console is not None:
                 console.stop()
                 logger.info("database console on ws://%s closed", console.addr())
-            return self._closed_answer()
+            return self._answer(None)
 
-    def _answer(self, console: _OpenConsole, *, already_running: bool) -> dict[str, Any]:
+    def _answer(
+        self, console: _OpenConsole | None, *, already_running: bool = False
+    ) -> dict[str, Any]:
+        """Where the console listens, or that it is closed (`console` None)."""
+        addr = console.addr() if console is not None else None
         return DatabaseConsoleAnswer.render(
             {
-                "running": True,
-                "addr": console.addr(),
-                "url": f"ws://{console.addr()}",
+                "running": console is not None,
+                "addr": addr,
+                "url": f"ws://{addr}" if addr is not None else None,
                 "namespace": NAMESPACE,
                 "database": DATABASE,
                 "user": USER,
-                "remote": not is_loopback(console.request.bind),
-                "auth_required": console.auth_required,
-                "started_at": console.started_at,
-                "already_running": already_running,
-            }
-        )
-
-    def _closed_answer(self) -> dict[str, Any]:
-        return DatabaseConsoleAnswer.render(
-            {
-                "running": False,
-                "addr": None,
-                "url": None,
-                "namespace": NAMESPACE,
-                "database": DATABASE,
-                "user": USER,
-                "remote": False,
+                "remote": console is not None and not is_loopback(console.request.bind),
                 "auth_required": self.config.auth_enabled,
-                "started_at": None,
-                "already_running": False,
+                "started_at": console.started_at if console is not None else None,
+                "already_running": already_running,
             }
         )
 
