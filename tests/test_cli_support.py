@@ -6,9 +6,12 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
+from kernel import __version__
 from kernel.errors import MemCastleError
 from memcastle_project.cli import (
     Output,
@@ -21,6 +24,7 @@ from memcastle_project.cli import (
     print_diagnostic,
     table,
 )
+from tests.support.daemon import REPO
 
 
 @pytest.mark.parametrize(
@@ -217,3 +221,19 @@ def test_the_progress_bar_is_drawn_on_a_terminal_only(
 
 def test_a_prompt_without_a_terminal_proceeds() -> None:
     confirm("Delete?", yes=False, stdin=io.StringIO("n\n"), stderr=io.StringIO())
+
+
+def test_version_is_answered_without_the_command_lines_plumbing() -> None:
+    """`memcastle --version` prints the version and imports neither Django nor the CLI module
+    (the console script is `memcastle_project.entry:main`)."""
+    probe = (
+        "import sys; sys.argv = ['memcastle', '--version']; "
+        "from memcastle_project.entry import main; main(); "
+        "print(sorted(m for m in ('django', 'memcastle_project.cli') if m in sys.modules))"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [f"memcastle {__version__}", "[]"]

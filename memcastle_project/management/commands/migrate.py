@@ -13,7 +13,6 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from memcastle_project.cli import LocalCommand
-from memcastle_project.runtime import migrations
 
 
 class Command(LocalCommand):
@@ -26,6 +25,10 @@ class Command(LocalCommand):
         group.add_argument("--check", action="store_true", help="exit 1 when migrations pend")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Imported here, not at the top: `memcastle --help` loads every command module, and the
+        # daemon's stack (Daphne, MCP, Celery, the store's SDK) takes most of a second to import.
+        from memcastle_project.runtime import migrations
+
         reading = options["status"] or options["check"]
         state = migrations(self.config(options), apply=not reading)
         self.stdout.write(json.dumps(state.as_dict()))

@@ -8,7 +8,6 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from memcastle_project.cli import LocalCommand
-from memcastle_project.serving import serve
 
 
 class Command(LocalCommand):
@@ -20,6 +19,10 @@ class Command(LocalCommand):
         parser.add_argument("--port", help="port to listen on (default 8420; 0 picks one)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Imported here, not at the top: `memcastle --help` loads every command module, and the
+        # daemon's stack (Daphne, MCP, Celery, the store's SDK) takes most of a second to import.
+        from memcastle_project.serving import serve
+
         config = self.config(
             options, **{"server.bind": options["bind"], "server.port": options["port"]}
         )

@@ -8,7 +8,6 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from memcastle_project.cli import LocalCommand
-from memcastle_project.serving import work
 
 
 class Command(LocalCommand):
@@ -22,5 +21,9 @@ class Command(LocalCommand):
         parser.add_argument("--concurrency", help="jobs run at once (jobs.max_concurrency)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Imported here, not at the top: `memcastle --help` loads every command module, and the
+        # daemon's stack (Daphne, MCP, Celery, the store's SDK) takes most of a second to import.
+        from memcastle_project.serving import work
+
         config = self.config(options, **{"jobs.max_concurrency": options["concurrency"]})
         sys.exit(work(config))
