@@ -913,9 +913,9 @@ def normalize(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
-    """The `memcastle` console script. `help` is MemCastle's: `memcastle help` is
-    `memcastle --help` (MemCastle's commands, not Django's), and `memcastle help wing list` is
-    `memcastle wing list --help`."""
+    """The `memcastle` command line, reached through `memcastle_project.entry`. `help` is
+    MemCastle's: `memcastle help` is `memcastle --help` (MemCastle's commands, not Django's), and
+    `memcastle help wing list` is `memcastle wing list --help`."""
     argv = normalize(sys.argv[1:])
     if argv[:1] == ["help"]:
         named = normalize(argv[1:])
