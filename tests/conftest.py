@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import django
 import httpx
 import pytest
+
+GENERATED_TOKEN = re.compile(r"\bmc_[0-9a-f]{64}\b")
 
 # The helpers' asserts report their operands as a test's own do.
 pytest.register_assert_rewrite("tests.support")
@@ -21,11 +24,24 @@ from kernel.config import load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from memcastle_project.composition import Services, compose  # noqa: E402
-from tests.support.auth import AUTH_ENV  # noqa: E402
-from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.auth import AUTH_ENV, SECRET  # noqa: E402
+from tests.support.daemon import LOGS, Daemon  # noqa: E402
 from tests.support.endpoint import Endpoint  # noqa: E402
 from tests.support.events import EventStream, Frame  # noqa: E402
 from tests.support.palace_services import Palace, build  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def credentials_never_logged() -> Iterator[None]:
+    """After the whole session, no daemon's log holds the configured secret or a generated
+    token (`mc_` and 64 hex digits), whatever its tests did."""
+    yield
+    leaks = []
+    for log in dict.fromkeys(LOGS):
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if SECRET in text or GENERATED_TOKEN.search(text):
+            leaks.append(str(log))
+    assert not leaks, f"a credential was logged in {leaks}"
 
 
 @pytest.fixture

@@ -23,6 +23,11 @@ REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 
 
+# The log of every daemon the test session starts: `tests/conftest.py` reads them all at the end
+# of the session for credentials that must never be logged.
+LOGS: list[Path] = []
+
+
 class Daemon:
     """`memcastle serve` on a temporary palace."""
 
@@ -51,6 +56,7 @@ class Daemon:
 
     def start(self, *, wait: bool = True) -> Daemon:
         self._clear_registry()
+        LOGS.append(self.log_path)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             self.command("serve"), env=self.env, cwd=REPO, stdout=log, stderr=log
