@@ -7,7 +7,7 @@ failure, including DRF's own and unexpected exceptions, into `{error, code, help
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured, RequestDataTooBig
@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from kernel.context import MODE_HEADER, RequestContext
 from kernel.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
 from kernel.shapes import Error
-from kernel.validation import body_object
+from kernel.validation import body_object, refuse_nul
 
 logger = logging.getLogger("memcastle.api")
 
@@ -109,12 +109,30 @@ def service() -> Any:
     return _NotHandedOver()
 
 
+class JSONBodyParser(JSONParser):
+    """DRF's JSON parser, refusing what no route takes: JSON nested deeper than the parser can
+    read (DRF lets its `RecursionError` through, a 500) and NUL characters in any string."""
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON nested too deeply") from None
+        refuse_nul(data, "body")
+        return data
+
+
 # The base of every REST view: JSON in and out; authentication is done at the ASGI edge.
 # (A comment, not a docstring: the OpenAPI generator would give it to every operation.)
 class MemCastleView(APIView):
     authentication_classes: list = []
     permission_classes: list = []
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = JSONOnly
     # The query parameters the route takes; any other is refused, naming it, so a misspelt
@@ -126,6 +144,8 @@ class MemCastleView(APIView):
         super().initial(request, *args, **kwargs)
         if self.query_parameters is not None:
             refuse_unknown_parameters(request, self.query_parameters)
+        for name, value in request.query_params.items():
+            refuse_nul(value, name)
 
 
 # DRF's own parameter (the browsable API's `?format=json`), accepted by every route.

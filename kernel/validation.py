@@ -28,6 +28,27 @@ def body_object(data: object) -> Mapping[str, Any]:
     return data
 
 
+def refuse_nul(value: object, where: str) -> None:
+    """No string of a request may hold a NUL character (U+0000): no field takes one, and a
+    stored one would cut the text short in the tools that read it after. The error names the
+    field's path (`payload.items[3].content`). Walked without recursion, so a body nested as
+    deep as the JSON parser allows is walked too."""
+    pending: list[tuple[str, object]] = [(where, value)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise InputInvalid(path, "must not contain a NUL character (U+0000)")
+        elif isinstance(item, Mapping):
+            for key, inner in item.items():
+                inner_path = str(key) if path == "body" else f"{path}.{key}"
+                if isinstance(key, str) and "\x00" in key:
+                    raise InputInvalid(path, "must not contain a NUL character in a key")
+                pending.append((inner_path, inner))
+        elif isinstance(item, list):
+            pending.extend((f"{path}[{n}]", inner) for n, inner in enumerate(item))
+
+
 def refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     """A body with a field the operation does not know is refused, naming the field, so a
     misspelt one is never silently ignored."""
