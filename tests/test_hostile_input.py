@@ -307,3 +307,33 @@ def test_mcp_refuses_deep_json_and_a_nul_naming_the_argument(daemon: Daemon) -> 
     assert "`content`" in refused.body["error"]
     with daemon.client() as client:
         assert dump(client) == before
+
+
+def test_a_validity_outside_what_the_indexes_hold_breaks_no_search(daemon: Daemon) -> None:
+    """A drawer valid from the year 1358 or 2500 (beyond 64-bit nanoseconds) is filed, found,
+    and the search indexes keep following the store afterwards (they stopped, and every search
+    failed, before)."""
+    with daemon.client() as client:
+        client.post(f"/api/wings/{WING}/rooms", json={"name": "ages"})
+        path = f"/api/wings/{WING}/rooms/ages/drawers"
+        for year in ("1358", "2500"):
+            filed = client.post(
+                path, json={"content": f"chronicle of {year}", "valid_from": f"{year}-01-01"}
+            )
+            assert filed.status_code == 201, filed.text
+        later = client.post(path, json={"content": "a chronicle filed afterwards"}).json()
+
+        def found(text: str, temporal: object = "current") -> list[str]:
+            body = {
+                "text": text,
+                "ranking": "lexical",
+                "filter": {"wing": WING, "temporal": temporal},
+            }
+            response = client.post("/api/search", json=body)
+            assert response.status_code == 200, response.text
+            return [hit["id"] for hit in response.json()["results"]]
+
+        assert later["id"] in found("afterwards")
+        assert len(found("chronicle", "all")) == 3
+        assert len(found("chronicle", {"as_of": "1900-01-01"})) == 1, "the one of 1358"
+        assert "Traceback" not in daemon.log()

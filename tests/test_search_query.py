@@ -21,6 +21,7 @@ from palace.search.query import (
     SearchQuery,
     from_body,
     from_options,
+    held_ns,
     to_ns,
 )
 
@@ -672,3 +673,17 @@ def test_to_ns_keeps_every_microsecond_of_a_year() -> None:
     base = dt.datetime(2026, 6, 15, 12, 0, 0, tzinfo=UTC)
     values = [to_ns(base + dt.timedelta(microseconds=step)) for step in range(0, 5000, 7)]
     assert [b - a for a, b in itertools.pairwise(values)] == [7000] * (len(values) - 1)
+
+
+@pytest.mark.parametrize(
+    ("instant", "expected"),
+    [
+        (NEW_YEAR, NEW_YEAR_NS),
+        (dt.datetime(1, 1, 1, tzinfo=UTC), -(2**63)),
+        (dt.datetime(9999, 12, 31, tzinfo=UTC), 2**63 - 2),
+    ],
+)
+def test_held_ns_keeps_an_instant_within_what_the_indexes_hold(
+    instant: dt.datetime, expected: int
+) -> None:
+    assert held_ns(instant) == expected

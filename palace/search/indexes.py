@@ -37,7 +37,7 @@ from kernel.errors import MemCastleError
 from palace.drawers import read_source
 from palace.search.catalog import Catalog
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
-from palace.search.query import to_ns
+from palace.search.query import held_ns
 from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
 from palace.search.vectors import VectorIndex
@@ -90,8 +90,8 @@ def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
         "source_kind": read_source(
             {"kind": drawer["source_kind"]} if "source_kind" in drawer else source
         )["kind"],
-        "valid_from": to_ns(_instant(drawer["valid_from"])),
-        "valid_to": OPEN if valid_to is None else to_ns(_instant(valid_to)),
+        "valid_from": held_ns(_instant(drawer["valid_from"])),
+        "valid_to": OPEN if valid_to is None else held_ns(_instant(valid_to)),
     }
 
 

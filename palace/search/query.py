@@ -68,8 +68,8 @@ class Period:
             return None
         if self.kind == "between":
             assert self.start is not None and self.end is not None
-            return to_ns(self.start), to_ns(self.end)
-        instant = to_ns(self.start if self.kind == "as_of" and self.start else now)
+            return held_ns(self.start), held_ns(self.end)
+        instant = held_ns(self.start if self.kind == "as_of" and self.start else now)
         return instant, instant + 1
 
     def view(self) -> Any:
@@ -103,6 +103,19 @@ def to_ns(instant: dt.datetime) -> int:
     """Nanoseconds since the epoch, exactly (no float rounding)."""
     delta = instant - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
+# The instants the search indexes hold: signed 64-bit nanoseconds since the epoch, from
+# 1677-09-21 to 2262-04-11; the largest is `scope.OPEN`, an open validity.
+EARLIEST_HELD_NS = -(2**63)
+LATEST_HELD_NS = 2**63 - 2
+
+
+def held_ns(instant: dt.datetime) -> int:
+    """`to_ns` within what the indexes hold: an instant before 1677 or after 2262 (a drawer may
+    be valid from the year 1000) counts as the nearest one they can hold, so it never breaks
+    them."""
+    return max(EARLIEST_HELD_NS, min(LATEST_HELD_NS, to_ns(instant)))
 
 
 def _iso(instant: dt.datetime | None) -> str | None:
