@@ -49,9 +49,33 @@ MODE_PARAMETER = OpenApiParameter(
 )
 
 
+# Parameters every route checks the same way, declared here once rather than at each route.
+NON_NEGATIVE_PARAMETERS = ("limit", "offset")
+
+
+def declare_parameter_bounds(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: the document states what the routes enforce of
+    their common parameters, so a request the schema allows is one the daemon takes: `limit`
+    and `offset` are not negative, and a path's `..._id` is a UUID."""
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.setdefault("schema", {})
+                name, where = parameter.get("name", ""), parameter.get("in")
+                if where == "query" and name in NON_NEGATIVE_PARAMETERS:
+                    schema["minimum"] = 0
+                if where == "path" and name.endswith("_id"):
+                    schema["format"] = "uuid"
+    return result
+
+
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """OpenAPI responses for the error statuses a route can answer (401 and 500 always)."""
-    codes = sorted({*statuses, 401, 500})
+    """OpenAPI responses for the error statuses a route can answer: 400 always (every route
+    refuses a query parameter it does not take, and a bad memory-mode header where the mode
+    counts), 401 and 500 always."""
+    codes = sorted({*statuses, 400, 401, 500})
     return {
         code: OpenApiResponse(response=Error, description=ERROR_MEANINGS[code]) for code in codes
     }

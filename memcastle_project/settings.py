@@ -68,6 +68,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memcastle_project.streams.document_event_stream",
+        "kernel.rest.declare_parameter_bounds",
     ],
 }
 

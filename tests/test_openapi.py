@@ -208,6 +208,23 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed Graph.top",
         "changed Graph.entities",
     ),
+    "GET /api/sources answers 400 for a bad X-MemCastle-Mode header or an unknown query "
+    "parameter, like every route, but did not say so (schemathesis: an undocumented status)": (
+        "added GET /api/sources 400",
+    ),
+    "`limit` and `offset` are refused when negative, and a path's `..._id` when it is not a "
+    "UUID, but the document allowed both (schemathesis: schema-valid requests refused)": (
+        "changed GET /api/diary parameters",
+        "changed GET /api/entities parameters",
+        "changed GET /api/entities/{entity_id}/mentions parameters",
+        "changed GET /api/graph parameters",
+        "changed GET /api/jobs parameters",
+        "changed GET /api/jobs/{job_id} parameters",
+        "changed GET /api/recall parameters",
+        "changed GET /api/search parameters",
+        "changed GET /api/wings/{wing}/rooms/{room}/drawers parameters",
+        "changed POST /api/jobs/{job_id}/{action} parameters",
+    ),
     "Added since: the database console's routes (docs/database.md)": (
         "added GET /api/db",
         "added POST /api/db",
