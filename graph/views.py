@@ -209,7 +209,9 @@ class GraphView(GraphReadsView):
         parameters=[
             MODE_PARAMETER,
             OpenApiParameter("entity", OpenApiTypes.UUID, description="the centre entity"),
-            OpenApiParameter("depth", int, description="hops from the entity: 1 (default) to 3"),
+            OpenApiParameter(
+                "depth", int, enum=[1, 2, 3], description="hops from the entity: 1 (default) to 3"
+            ),
             OpenApiParameter(
                 "limit",
                 int,

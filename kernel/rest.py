@@ -58,7 +58,8 @@ def declare_parameter_bounds(
 ) -> dict[str, Any]:
     """drf-spectacular post-processing hook: the document states what the routes enforce of
     their common parameters, so a request the schema allows is one the daemon takes: `limit`
-    and `offset` are not negative, and a path's `..._id` is a UUID."""
+    and `offset` are not negative, a path's `..._id` is a UUID, and a required query string is
+    not empty."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
@@ -68,6 +69,12 @@ def declare_parameter_bounds(
                     schema["minimum"] = 0
                 if where == "path" and name.endswith("_id"):
                     schema["format"] = "uuid"
+                if (
+                    where == "query"
+                    and parameter.get("required")
+                    and schema.get("type") == "string"
+                ):
+                    schema["minLength"] = 1
     return result
 
 
