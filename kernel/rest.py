@@ -50,16 +50,18 @@ MODE_PARAMETER = OpenApiParameter(
 
 
 # Parameters every route checks the same way, declared here once rather than at each route.
-NON_NEGATIVE_PARAMETERS = ("limit", "offset")
+NON_NEGATIVE_PARAMETERS = ("limit", "offset", "max_items", "max_bytes")
+# Instants: an RFC 3339 timestamp (a YYYY-MM-DD date is taken too, as midnight UTC).
+INSTANT_PARAMETERS = ("as_of", "from", "until")
 
 
 def declare_parameter_bounds(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
     """drf-spectacular post-processing hook: the document states what the routes enforce of
-    their common parameters, so a request the schema allows is one the daemon takes: `limit`
-    and `offset` are not negative, a path's `..._id` is a UUID, and a required query string is
-    not empty."""
+    their common parameters, so a request the schema allows is one the daemon takes: counts
+    (`limit`, `offset`, `max_items`, `max_bytes`) are not negative, instants are timestamps, a
+    path's `..._id` is a UUID, and a required query string is not empty."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
@@ -67,6 +69,8 @@ def declare_parameter_bounds(
                 name, where = parameter.get("name", ""), parameter.get("in")
                 if where == "query" and name in NON_NEGATIVE_PARAMETERS:
                     schema["minimum"] = 0
+                if where == "query" and name in INSTANT_PARAMETERS:
+                    schema["format"] = "date-time"
                 if where == "path" and name.endswith("_id"):
                     schema["format"] = "uuid"
                 if (

@@ -212,9 +212,10 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
     "parameter, like every route, but did not say so (schemathesis: an undocumented status)": (
         "added GET /api/sources 400",
     ),
-    "`limit` and `offset` are refused when negative, a path's `..._id` when it is not a UUID, "
-    "an empty `agent_identity` and a graph `depth` other than 1 to 3, but the document allowed "
-    "them (schemathesis: schema-valid requests refused)": (
+    "Counts (`limit`, `offset`, `max_items`, `max_bytes`) are refused when negative, instants "
+    "when they are not timestamps, a path's `..._id` when it is not a UUID, an empty "
+    "`agent_identity` and a graph `depth` other than 1 to 3, but the document allowed them "
+    "(schemathesis: schema-valid requests refused)": (
         "changed GET /api/diary parameters",
         "changed GET /api/entities parameters",
         "changed GET /api/entities/{entity_id}/mentions parameters",
@@ -226,6 +227,8 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed GET /api/wings/{wing}/rooms/{room}/drawers parameters",
         "changed POST /api/jobs/{job_id}/{action} parameters",
         "changed GET /api/wake-up parameters",
+        "changed GET /api/entities/{entity_id}/relationships parameters",
+        "changed GET /api/relationships/{relationship_id}/history parameters",
     ),
     "Added since: the database console's routes (docs/database.md)": (
         "added GET /api/db",
