@@ -1,0 +1,23 @@
+"""Crash safety, the short version of `bench/chaos.py`: rounds of writes, supersedes and
+checkpoint jobs ended by `kill -9` of the daemon, then every acknowledged write found, nothing
+filed twice, every job ended, the search indexes in step with the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.chaos import arguments, chaos
+
+
+@pytest.mark.slow
+def test_kill_9_loses_nothing_acknowledged_and_files_nothing_twice(tmp_path: Path) -> None:
+    report = chaos(tmp_path, arguments(["--rounds", "3", "--writers", "3", "--seed", "7"]))
+
+    assert report.acknowledged > 0
+    assert report.restarts_failed == 0
+    assert (report.lost_drawers, report.lost_supersedes) == (0, 0)
+    assert report.stored_twice == 0
+    assert (report.jobs_not_terminal, report.jobs_incomplete) == (0, 0)
+    assert report.index_gap == 0
