@@ -30,6 +30,16 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def _presented(authorization: str | None) -> str | None:
+    """The digest of the token a `Bearer` header carries; None for any other header."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return digest(token.strip())
+
+
 class TokenService:
     """The generated token's lifecycle, and the check of a presented credential."""
 
@@ -47,15 +57,22 @@ class TokenService:
             return None
         return row.get("digest")
 
+    def verify_secret(self, authorization: str | None) -> bool:
+        """True when the header carries the configured secret: no store read, so the ASGI edge
+        checks it without leaving the event loop."""
+        presented = _presented(authorization)
+        return bool(
+            presented
+            and self._secret_digest
+            and hmac.compare_digest(presented, self._secret_digest)
+        )
+
     def verify(self, authorization: str | None) -> bool:
         """True when the header carries a valid token. A store error refuses."""
-        if not authorization:
+        presented = _presented(authorization)
+        if presented is None:
             return False
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return False
-        presented = digest(token.strip())
-        if self._secret_digest and hmac.compare_digest(presented, self._secret_digest):
+        if self.verify_secret(authorization):
             return True
         try:
             stored = self._stored_digest()

@@ -39,7 +39,11 @@ class TokenGate:
         for name, value in scope.get("headers", []):
             if name == b"authorization":
                 authorization = value.decode("latin-1")
-        if await asyncio.to_thread(tokens.verify, authorization):
+        # The configured secret is checked here; only the generated token needs the store, so
+        # only it costs a hop to a thread (0.1-0.3 ms a request, measured).
+        if tokens.verify_secret(authorization) or await asyncio.to_thread(
+            tokens.verify, authorization
+        ):
             return await self.app(scope, receive, send)
         await send_error(
             send,
