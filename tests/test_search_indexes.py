@@ -208,6 +208,23 @@ def test_the_follower_applies_writes_without_a_search(palace: SearchPalace) -> N
 # Vectors the indexes do not take ------------------------------------------------------------
 
 
+def test_a_record_the_indexes_cannot_take_is_passed_over_not_fatal(
+    palace: SearchPalace, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A drawer row no version of the daemon writes (here, written straight to the store with a
+    validity that is no instant) is logged and passed over; the search of everything else goes
+    on, the drawers filed after it included."""
+    palace.store.query(
+        "CREATE type::record('drawer', $id) CONTENT $record",
+        {"id": "00000000-0000-4000-8000-000000000bad", "record": {"content": "odd postgres"}},
+    )
+    later = palace.file("work", "db", "postgres after the odd row", valid_from=instant(1))
+
+    assert palace.ids(q="postgres") == [later["id"]]
+    assert "passed over a change" in caplog.text
+    assert palace.ids(q="postgres") == [later["id"]], "and the next search, too"
+
+
 def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(
     tmp_path: Path, clock: Clock
 ) -> None:

@@ -304,7 +304,7 @@ class SearchIndexes:
             if not changes:
                 break
             for versionstamp, table, action, record in changes:
-                self._apply(versionstamp, table, action, record)
+                self._apply_or_skip(versionstamp, table, action, record)
             self._changes_read += len(changes)
             last = changes[-1][0]
             since = last + 1
@@ -314,6 +314,25 @@ class SearchIndexes:
                 self.lexical_mark = last
                 self._write_lexical_mark()
             self.snapshot_mark = max(self.snapshot_mark, last)
+
+    def _apply_or_skip(
+        self, versionstamp: int, table: str, action: str, record: dict[str, Any]
+    ) -> None:
+        """Apply one change; one the indexes cannot take is logged and passed over, so one odd
+        record costs the search of that record, not of the palace (before, every later search
+        failed on it, after a restart too)."""
+        try:
+            self._apply(versionstamp, table, action, record)
+        except Exception:
+            logger.exception(
+                "the search indexes passed over a change they could not apply "
+                "(versionstamp %d, %s %s of %s): it is not searchable until the indexes are "
+                "rebuilt (remove <palace>/search and restart)",
+                versionstamp,
+                table,
+                action,
+                record.get("id"),
+            )
 
     def _apply(self, versionstamp: int, table: str, action: str, record: dict[str, Any]) -> None:
         assert self.lexical is not None
