@@ -5,7 +5,9 @@ Run from the repository root: `.venv/bin/python bench/chaos.py` (`--rounds 100`,
 `--seed 1`). It measures and reports; it is not a test, so it exits 0 whatever the figures are
 (`tests/test_chaos.py` runs a short version and asserts them).
 
-One embedded palace for every round. A round starts the daemon (`memcastle serve`), and
+One embedded palace for every round. A share of the rounds (`--startup-kills`, 0.2) kills the
+daemon while it starts, at a random moment of its first `--max-startup-kill` seconds (2). Any
+other round starts the daemon (`memcastle serve`), and
 `--writers` client threads send, back to back: drawers filed directly (`POST .../drawers`, each
 with a unique text), supersedes of drawers they filed, and checkpoint jobs of 1 to 40 items
 (unique texts), some paused and resumed; at a random moment from `--min-kill` to `--max-kill`
@@ -64,6 +66,7 @@ class Acknowledged:
 @dataclass
 class Report:
     rounds: int = 0
+    startup_kills: int = 0
     restarts_failed: int = 0
     restart_secs: list[float] = field(default_factory=list)
     lost_drawers: int = 0
@@ -144,6 +147,14 @@ def run_round(
     acked: Acknowledged,
     report: Report,
 ) -> None:
+    if rng.random() < args.startup_kills:
+        # Killed while it starts: opening the palace, migrating, recovering jobs, building
+        # or loading the search indexes.
+        daemon.start(wait=False)
+        time.sleep(rng.uniform(0.0, args.max_startup_kill))
+        daemon.kill()
+        report.startup_kills += 1
+        return
     started = time.perf_counter()
     try:
         daemon.start()
@@ -266,6 +277,12 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--writers", type=int, default=4, help="client threads (4)")
     parser.add_argument("--min-kill", type=float, default=0.5, help="earliest kill, s (0.5)")
     parser.add_argument("--max-kill", type=float, default=4.0, help="latest kill, s (4)")
+    parser.add_argument(
+        "--startup-kills", type=float, default=0.2, help="share of rounds killed at start-up (0.2)"
+    )
+    parser.add_argument(
+        "--max-startup-kill", type=float, default=2.0, help="latest start-up kill, s (2)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="a line a round")
     return parser.parse_args(argv)
@@ -275,7 +292,10 @@ def main() -> int:
     args = arguments()
     report = chaos(Path(tempfile.mkdtemp(prefix="memcastle-bench-chaos-")), args)
     restarts = sorted(report.restart_secs)
-    print(f"\n{report.rounds} rounds of kill -9, {args.writers} writers, seed {args.seed}")
+    print(
+        f"\n{report.rounds} rounds of kill -9 ({report.startup_kills} of them while starting), "
+        f"{args.writers} writers, seed {args.seed}"
+    )
     print(f"  acknowledged: {report.acknowledged:,} drawers and checkpoint items")
     print(f"  lost drawers {report.lost_drawers}, lost supersedes {report.lost_supersedes}")
     print(f"  items stored twice {report.stored_twice}")
