@@ -45,12 +45,12 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.http import TERMINAL, watch  # noqa: E402
 from tests.support.waits import wait_for  # noqa: E402
 
 WING = "chaos"
 DIRECT_ROOM = "direct"
 JOB_ROOM = "entries"  # where a checkpoint files a project item of a named wing
-TERMINAL = ("completed", "failed", "cancelled")
 
 
 @dataclass
@@ -190,9 +190,7 @@ def check(daemon: Daemon, acked: Acknowledged, report: Report) -> None:
             if http.get(f"/api/jobs/{job_id}").json()["status"] == "paused":
                 http.post(f"/api/jobs/{job_id}/resume")
         for job_id in list(acked.jobs):
-            job = wait_for(
-                lambda job_id=job_id: terminal(http, job_id), timeout=600, what="every job's end"
-            )
+            job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
             if job["status"] == "failed":
                 report.jobs_failed += 1
         listed = http.get("/api/jobs", params={"limit": 200}).json()["jobs"]
@@ -209,20 +207,15 @@ def check(daemon: Daemon, acked: Acknowledged, report: Report) -> None:
         report.jobs_incomplete = sum(
             any(current[c] == 0 for c in contents) for contents in acked.jobs.values()
         )
-        wait_for(lambda: search_ready(http), timeout=300, what="the search indexes")
+        wait_for(daemon.search_ready, timeout=300, what="the search indexes")
         status = http.get("/api/status").json()
         report.index_gap = abs(status["drawers"] - status["search"]["drawers"])
     report.acknowledged = len(acked.drawers) + sum(len(c) for c in acked.jobs.values())
     daemon.stop()
 
 
-def terminal(http: httpx.Client, job_id: str) -> dict[str, Any] | None:
-    job: dict[str, Any] = http.get(f"/api/jobs/{job_id}").json()
-    return job if job["status"] in TERMINAL else None
-
-
-def search_ready(http: httpx.Client) -> bool:
-    return bool(http.get("/api/status").json()["search"]["state"] == "ready")
+def ended(job: dict[str, Any]) -> bool:
+    return job["status"] in TERMINAL
 
 
 def content_of_room(http: httpx.Client, room: str) -> list[str]:

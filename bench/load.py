@@ -45,7 +45,8 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-from bench.jobs import cpu_seconds, quantile  # noqa: E402
+from bench.chaos import ended  # noqa: E402
+from bench.jobs import cpu_seconds, ok, quantile  # noqa: E402
 from bench.mine import cpu_probe, print_machine  # noqa: E402
 from bench.search import (  # noqa: E402
     CACHE_DIR,
@@ -59,6 +60,7 @@ from bench.search_corpus import Corpus, Projection, as_json  # noqa: E402
 from bench.writes import stop  # noqa: E402
 from tests.support.auth import AUTH_ENV, SECRET  # noqa: E402
 from tests.support.daemon import Daemon  # noqa: E402
+from tests.support.http import watch  # noqa: E402
 from tests.support.waits import wait_for  # noqa: E402
 
 KINDS = {
@@ -127,16 +129,16 @@ class Client:
             }
             if kind != "search lexical":
                 body["query_embedding"] = vector
-            expect(self.http.post("/api/search", json=body), 200)
+            ok(self.http.post("/api/search", json=body), 200)
         elif kind == "drawer by id":
-            expect(self.http.get(f"/api/drawers/{rng.choice(context.ids)}"), 200)
+            ok(self.http.get(f"/api/drawers/{rng.choice(context.ids)}"), 200)
         elif kind == "room page":
             wing, room = rng.choice(context.rooms)
             path = f"/api/wings/{wing}/rooms/{room}/drawers"
-            expect(self.http.get(path, params={"limit": 50}), 200)
+            ok(self.http.get(path, params={"limit": 50}), 200)
         elif kind == "file a drawer":
             wing, room = rng.choice(context.rooms)
-            answer = expect(
+            answer = ok(
                 self.http.post(
                     f"/api/wings/{wing}/rooms/{room}/drawers",
                     json={"content": f"{self.tag} note {uuid.uuid4()}: {context.text(rng)}"},
@@ -156,14 +158,14 @@ class Client:
                 for _ in range(CHECKPOINT_ITEMS)
             ]
             body = {"type": "checkpoint", "payload": {"items": items}}
-            job = expect(self.http.post("/api/jobs", json=body), 201)
+            job = ok(self.http.post("/api/jobs", json=body), 201)
             self.written.jobs.append((job["id"], wing, [i["content"] for i in items]))
         elif kind == "supersede":
             if not self.written.drawers:
                 self.request("file a drawer")
                 return
             old = self.written.drawers.pop(rng.randrange(len(self.written.drawers)))
-            answer = expect(
+            answer = ok(
                 self.http.post(
                     f"/api/drawers/{old}/supersede",
                     json={"content": f"{self.tag} revised {uuid.uuid4()}"},
@@ -193,13 +195,6 @@ class Client:
             for kind, count in errors.items():
                 level.errors[kind] += count
             level.written.append(self.written)
-
-
-def expect(response: httpx.Response, *statuses: int) -> dict[str, Any]:
-    if response.status_code not in statuses:
-        raise RuntimeError(f"{response.status_code}: {response.text[:200]}")
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 @dataclass
@@ -250,9 +245,7 @@ def read_back(base_url: str, headers: dict[str, str], level: Level) -> None:
                 ):
                     level.lost["supersedes"] += 1
             for job_id, wing, contents in written.jobs:
-                job = wait_for(
-                    lambda job_id=job_id: ended(http, job_id), timeout=600, what="a job's end"
-                )
+                job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
                 if job["status"] != "completed":
                     level.lost["checkpoint jobs"] += 1
                     continue
@@ -268,11 +261,6 @@ def read_back(base_url: str, headers: dict[str, str], level: Level) -> None:
                     ).json()["results"]
                     if not found or found[0]["content"] != content:
                         level.lost["checkpoint items"] += 1
-
-
-def ended(http: httpx.Client, job_id: str) -> dict[str, Any] | None:
-    job: dict[str, Any] = http.get(f"/api/jobs/{job_id}").json()
-    return job if job["status"] in ("completed", "failed", "cancelled") else None
 
 
 def report(level: Level) -> None:
