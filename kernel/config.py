@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,16 @@ def default_config_file(env: Mapping[str, str]) -> Path:
 
 def default_palace_path(env: Mapping[str, str]) -> Path:
     return _xdg("XDG_DATA_HOME", ".local/share", env) / "memcastle" / "default"
+
+
+def default_sources_dir(env: Mapping[str, str]) -> Path:
+    return _xdg("XDG_DATA_HOME", ".local/share", env) / "memcastle" / "sources"
+
+
+def default_assets_dir() -> Path:
+    """Read-only package assets: `share/memcastle` beside the interpreter's `bin`, which is
+    inside the virtual environment the package is installed in (never under XDG)."""
+    return Path(sys.prefix) / "share" / "memcastle"
 
 
 def state_dir(env: Mapping[str, str]) -> Path:
@@ -283,6 +294,20 @@ SETTINGS: tuple[Setting, ...] = (
         _int_range(1, 1_000_000),
         "MEMCASTLE_MINING_MAX_DOCUMENTS",
     ),
+    Setting("mining.sources_dir", None, _absolute_path, "MEMCASTLE_MINING_SOURCES_DIR"),
+    Setting("mining.bundled_dir", None, _absolute_path, "MEMCASTLE_MINING_BUNDLED_DIR"),
+    Setting(
+        "mining.source_memory_mib",
+        256,
+        _int_range(16, 4096),
+        "MEMCASTLE_MINING_SOURCE_MEMORY_MIB",
+    ),
+    Setting(
+        "mining.source_timeout_secs",
+        60,
+        _int_range(1, 3600),
+        "MEMCASTLE_MINING_SOURCE_TIMEOUT_SECS",
+    ),
     Setting(
         "extraction.provider",
         "none",
@@ -373,6 +398,12 @@ class MiningConfig:
     chunk_chars: int = 6000
     max_file_bytes: int = 2_097_152
     max_documents: int = 2000
+    # Installed sources (`<name>/` with its manifest and component), and the bundled ones.
+    sources_dir: Path = field(default_factory=lambda: default_sources_dir(os.environ))
+    bundled_dir: Path = field(default_factory=lambda: default_assets_dir() / "sources")
+    # Caps of one call of a source; a manifest's [limits] can only lower them.
+    source_memory_mib: int = 256
+    source_timeout_secs: int = 60
 
 
 @dataclass(frozen=True)
@@ -537,6 +568,10 @@ def load_config(
             chunk_chars=values["mining.chunk_chars"],
             max_file_bytes=values["mining.max_file_bytes"],
             max_documents=values["mining.max_documents"],
+            sources_dir=values["mining.sources_dir"] or default_sources_dir(env),
+            bundled_dir=values["mining.bundled_dir"] or default_assets_dir() / "sources",
+            source_memory_mib=values["mining.source_memory_mib"],
+            source_timeout_secs=values["mining.source_timeout_secs"],
         ),
         embeddings=_embeddings(values, file_values, origins, path),
         extraction=_extraction(values, origins),

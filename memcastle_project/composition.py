@@ -8,6 +8,7 @@ needs from here.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,8 +45,10 @@ from palace.revisions import RevisionService
 from palace.search.indexes import SearchIndexes
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
+from sources.components import ComponentRuntime
 from sources.configured import ConfiguredSection
-from sources.repository import SourceRepository
+from sources.packages import SourcePackages, compiled_cache_dir
+from sources.repository import PackageRepository, SourceRepository
 from sources.services import SourceService
 
 if TYPE_CHECKING:
@@ -129,7 +132,14 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         facts=FactService(FactRepository(store), entities, events),
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
         graph_reads=graph_reads,
-        sources=SourceService(SourceRepository(store), config.mining),
+        sources=SourceService(
+            SourceRepository(store),
+            SourcePackages(
+                config.mining,
+                PackageRepository(store),
+                ComponentRuntime(compiled_cache_dir(os.environ)),
+            ),
+        ),
         maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
         # The miners and triggers configuration sections are not read yet: none are set.
         miners=ConfiguredSection("miner"),

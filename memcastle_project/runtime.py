@@ -87,6 +87,7 @@ class Runtime:
         filled = self.services.filing.backfill_dedup_keys()
         if filled:
             logger.info("gave %d drawers their deduplication keys", filled)
+        self.services.sources.packages.record_bundled()
         paired = self.services.revisions.pair_unlinked_supersessions()
         if paired:
             logger.info("linked %d drawers superseded before lineage links existed", paired)

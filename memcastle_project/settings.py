@@ -65,6 +65,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": __version__,
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two fields are named `state`: each choice set keeps its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "StateEnum": "graph.lifecycle.STATES",
+        "SourceStateEnum": "sources.shapes.STATES",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memcastle_project.streams.document_event_stream",

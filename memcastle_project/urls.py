@@ -44,6 +44,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
     graph_reads = {"graph_reads": services.graph_reads}
     entities = {"entities": services.entities}
     journal = {"journal": services.journal}
+    packages = {"packages": services.sources.packages}
     job_service = {"jobs": services.jobs}
     return [
         path("api/health", views.HealthView.as_view()),
@@ -119,6 +120,13 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
             jobs.JobControlView.as_view(**job_service),
         ),
         path("api/sources", sources.SourcesView.as_view(sources=services.sources)),
+        path("api/source-packages", sources.SourcePackagesView.as_view(**packages)),
+        path("api/source-packages/<str:name>", sources.SourcePackageView.as_view(**packages)),
+        path("api/source-packages/<str:name>/enable", sources.SourceEnableView.as_view(**packages)),
+        path(
+            "api/source-packages/<str:name>/disable",
+            sources.SourceDisableView.as_view(**packages),
+        ),
         path(
             "api/events",
             streams.event_stream(services.events, services.config.events_keepalive_secs),

@@ -25,14 +25,13 @@ from jobs.kinds import JobKind
 from jobs.replay import unit_id
 from jobs.states import Priority
 from kernel.clock import utc_now
-from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
 from palace.filing import Filing
 from palace.hierarchy import WingNotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.revisions import DrawerSuperseded
-from sources import chunking, registry
+from sources import chunking
 from sources.adapters import Adapter, CanonicalDocument, RawDocument, SourceRef, check_options
 
 if TYPE_CHECKING:
@@ -90,7 +89,7 @@ def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
         if body.get("locator") is not None:
             raise InputInvalid("locator", "goes with `source`, not with `path`")
         params.update(path=path)
-        adapter = _adapter(services.sources.config, "directory")
+        adapter = services.sources.adapter("directory")
         ref = identify(adapter, path, options, "path")
     else:
         source = body["source"]
@@ -100,7 +99,7 @@ def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
         if locator is not None and not isinstance(locator, str):
             raise InputInvalid("locator", "must be a string")
         params.update(source=source, locator=locator)
-        adapter = _adapter(services.sources.config, source)
+        adapter = services.sources.adapter(source)
         ref = identify(adapter, locator, options, "locator")
     if options:
         params["options"] = options
@@ -144,10 +143,6 @@ def _options(raw: object) -> dict[str, str]:
     ):
         raise InputInvalid("options", 'must be an object of strings, like {"since": "2026-09"}')
     return dict(raw)
-
-
-def _adapter(config: MiningConfig, name: str) -> Adapter:
-    return registry.find(config, name)
 
 
 def identify(
@@ -198,7 +193,7 @@ class Pipeline:
         self.config = services.sources.config
         self.ctx = RequestContext.build(requested_by=job.requested_by)
         params = job.params
-        self.adapter = _adapter(self.config, params.get("source", "directory"))
+        self.adapter = services.sources.adapter(params.get("source", "directory"))
         field_name = "path" if "path" in params else "locator"
         locator = params.get("path", params.get("locator"))
         self.ref = identify(self.adapter, locator, params.get("options", {}), field_name)

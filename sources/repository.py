@@ -81,3 +81,42 @@ class SourceRepository:
         )
         counts = {tally["source"]: tally["documents"] for tally in tallies}
         return [{**row, "documents": counts.get(row["id"], 0)} for row in sources]
+
+
+PACKAGE_FIELDS = (
+    "record::id(id) AS name, state, origin, digest, manifest, consent, installed_at, updated_at"
+)
+
+
+class PackageRepository:
+    """The `source_package` rows: which sources are installed, in which state, as agreed."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        rows = self.store.one(
+            f"SELECT {PACKAGE_FIELDS} FROM type::record('source_package', $name)", {"name": name}
+        )
+        return rows[0] if rows else None
+
+    def list(self) -> list[dict[str, Any]]:
+        return self.store.one(f"SELECT {PACKAGE_FIELDS} FROM source_package ORDER BY name")
+
+    def put(self, row: Mapping[str, Any]) -> None:
+        """Create or replace the row of `row["name"]`."""
+        fields = {key: value for key, value in row.items() if key != "name"}
+        self.store.query(
+            "UPSERT type::record('source_package', $name) CONTENT $fields RETURN NONE",
+            {"name": row["name"], "fields": fields},
+        )
+
+    def set_state(self, name: str, state: str, now: dt.datetime) -> None:
+        self.store.query(
+            "UPDATE type::record('source_package', $name) SET state = $state, updated_at = $now "
+            "RETURN NONE",
+            {"name": name, "state": state, "now": now},
+        )
+
+    def delete(self, name: str) -> None:
+        self.store.query("DELETE type::record('source_package', $name)", {"name": name})

@@ -9,27 +9,29 @@ from typing import Any
 
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
-from sources import registry
-from sources.adapters import describe
+from sources.adapters import Adapter
+from sources.packages import SourcePackages
 from sources.repository import SourceRepository
 from sources.shapes import Sources
 
 
 class SourceService:
-    def __init__(self, repository: SourceRepository, config: MiningConfig) -> None:
+    def __init__(self, repository: SourceRepository, packages: SourcePackages) -> None:
         self._repository = repository
-        self.config = config
+        self.packages = packages
+        self.config: MiningConfig = packages.config
 
     def list_sources(self, ctx: RequestContext) -> dict[str, Any]:
-        """Every adapter, with the options it accepts, and every source mined so far."""
+        """Every adapter, built in or installed, with its state and the options it accepts,
+        and every source mined so far."""
         ctx.require_read("sources")
-        adapters = registry.available(self.config)
         return Sources.render(
-            {
-                "adapters": [describe(adapters[name]) for name in sorted(adapters)],
-                "sources": self._repository.list_sources(),
-            }
+            {"adapters": self.packages.adapters(), "sources": self._repository.list_sources()}
         )
+
+    def adapter(self, name: str) -> Adapter:
+        """The adapter a mine job runs (refusing an unknown, disabled or unavailable source)."""
+        return self.packages.adapter(name)
 
     # A mine job's place: the caller has checked the memory mode.
 

@@ -23,12 +23,42 @@ class SourceOption(Shape):
     )
 
 
+ORIGINS = ["builtin", "package", "bundled", "registry", "plugin"]
+STATES = ["installed", "enabled", "disabled", "unavailable"]
+
+
 class SourceAdapter(Shape):
     name = serializers.CharField()
     description = serializers.CharField()
     capabilities = SourceCapabilities()
-    origin = serializers.ChoiceField(["builtin", "package", "bundled", "registry", "plugin"])
+    origin = serializers.ChoiceField(ORIGINS)
     options = serializers.ListField(child=SourceOption())
+    state = serializers.ChoiceField(STATES)
+    version = serializers.CharField(required=False, help_text="an installed source's version")
+    unavailable_reason = serializers.CharField(
+        required=False, help_text="why an installed source cannot run"
+    )
+    permissions = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="what an installed source may do: filesystem.read, network, process, env, "
+        "oauth (null for a built-in source)",
+    )
+    consent_digest = serializers.CharField(
+        required=False, help_text="the digest consent to its permissions names"
+    )
+    digest = serializers.CharField(required=False, help_text="SHA-256 of its component")
+    installed_at = serializers.DateTimeField(required=False)
+    updated_at = serializers.DateTimeField(required=False)
+
+
+class SourceInstalled(Shape):
+    source = SourceAdapter()  # type: ignore[assignment]
+    replaced = serializers.BooleanField(help_text="whether it replaced an installed version")
+
+
+class SourceRemoved(Shape):
+    removed = serializers.CharField(help_text="the source's name")
 
 
 class MinedSource(Shape):

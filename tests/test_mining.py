@@ -755,6 +755,7 @@ def test_sources_lists_the_directory_adapter_and_the_places_mined(
                     "breadth": "since",
                 }
             ],
+            "state": "enabled",
         }
     ]
     assert directory[0]["description"] and directory[0]["options"][0]["description"]

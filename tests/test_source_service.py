@@ -4,6 +4,7 @@ the place's record, its cursor and its documents (sources.md 2)."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.store import Store
-from sources.repository import SourceRepository
+from sources.components import ComponentRuntime
+from sources.packages import SourcePackages
+from sources.repository import PackageRepository, SourceRepository
 from sources.services import SourceService
 
 PLACE = "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"
@@ -19,8 +22,10 @@ AT = dt.datetime(2025, 3, 1, 9, 0, 0, 250, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def sources(store: Store) -> SourceService:
-    return SourceService(SourceRepository(store), MiningConfig())
+def sources(store: Store, tmp_path: Path) -> SourceService:
+    config = MiningConfig(sources_dir=tmp_path / "sources", bundled_dir=tmp_path / "bundled")
+    packages = SourcePackages(config, PackageRepository(store), ComponentRuntime(tmp_path))
+    return SourceService(SourceRepository(store), packages)
 
 
 def place(cursor: Any = None) -> dict[str, Any]:

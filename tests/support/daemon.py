@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 
 
+# Where the daemons of a test run keep compiled components: in the virtual environment, which
+# `make clean` removes, and out of the user's own cache.
+COMPILED_CACHE = REPO / ".venv" / ".cache" / "test-xdg-cache"
+
 # The log of every daemon the test session starts: `tests/conftest.py` reads them all at the end
 # of the session for credentials that must never be logged.
 LOGS: list[Path] = []
@@ -42,6 +46,10 @@ class Daemon:
             "MEMCASTLE_PORT": "0",
             "XDG_STATE_HOME": str(self.state),
             "XDG_CONFIG_HOME": str(root / "config"),
+            # Installed sources are the test's own; compiled components are shared by every
+            # daemon of the run, as by every daemon of one user (compiling one takes seconds).
+            "MEMCASTLE_MINING_SOURCES_DIR": str(root / "sources"),
+            "XDG_CACHE_HOME": str(COMPILED_CACHE),
             # No embed job is queued by itself: the local model would cost every test daemon
             # CPU. A test that wants one sets this variable (it overrides a config file's
             # embeddings.default_profile).

@@ -1,0 +1,442 @@
+"""Installed mining sources: install, show, enable, disable and remove them; mine with them.
+
+A package (`sources.archive`) is installed under `mining.sources_dir/<name>/` and recorded in the
+`source_package` table with its state, the SHA-256 of its component and the manifest as agreed;
+the daemon runs on the stored manifest, never on the copy beside the component. Bundled sources
+are built into `mining.bundled_dir/<name>/` by the project's set-up and recorded at start as
+`installed`: enabling one is the consent to what it asks.
+
+Whether a source is `unavailable` is computed on every read, never stored: its component missing
+or not the one installed, or its contract or MemCastle requirement not this host's. A source asking
+for permissions is installed only with consent to exactly those (`consent_digest`); an update that
+asks for nothing more keeps the consent already given.
+
+None of this is offered over MCP: an agent must not be able to install code or widen what it can
+read. Installing, enabling, disabling and removing are not gated by the memory mode, which guards
+access to memory; showing a source is a read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel.clock import utc_now
+from kernel.config import MiningConfig
+from kernel.context import RequestContext
+from kernel.errors import InputInvalid, MemCastleError, NotFound
+from sources.adapters import Adapter, describe
+from sources.archive import read_package
+from sources.component_adapter import Caps, ComponentAdapter
+from sources.components import ComponentRuntime, ComponentUnusable
+from sources.directory import DirectoryAdapter
+from sources.manifest import Manifest, consent_digest, incompatibility, parse_manifest
+from sources.repository import PackageRepository
+
+MANIFEST = "memcastle-source.toml"
+COMPONENT = "source.wasm"
+# The other files of a package kept beside the component, for people to read.
+DOCUMENTS = ("README.md", "LICENSE", "LICENSE.md")
+
+
+class SourceNotFound(NotFound):
+    code = "memcastle::source::not_found"
+    help = "list the sources this daemon has with `memcastle source list`"
+
+
+class NotEnabled(MemCastleError):
+    status = 409
+    code = "memcastle::source::not_enabled"
+    help = "enable it with `memcastle source enable NAME`; `memcastle source show NAME` says why"
+
+
+class BuiltinSource(MemCastleError):
+    status = 400
+    code = "memcastle::source::builtin"
+    help = "built-in sources are part of the daemon: they are always enabled"
+
+
+class BundledSource(MemCastleError):
+    status = 400
+    code = "memcastle::source::bundled"
+    help = (
+        "bundled sources ship with MemCastle and are updated with it; enable or disable one instead"
+    )
+
+
+class ConsentRequired(MemCastleError):
+    status = 400
+    code = "memcastle::source::consent_required"
+
+
+@dataclass(frozen=True)
+class Installed:
+    """An installed source as the daemon finds it now."""
+
+    name: str
+    origin: str
+    state: str
+    digest: str
+    # None when the stored manifest no longer parses (the source is then unavailable).
+    manifest: Manifest | None
+    consent: str | None
+    installed_at: Any
+    updated_at: Any
+    directory: Path
+    unavailable: str | None
+
+    @property
+    def usable(self) -> bool:
+        return self.state == "enabled" and self.unavailable is None
+
+    def shown_state(self) -> str:
+        return "unavailable" if self.unavailable is not None else self.state
+
+
+class SourcePackages:
+    """The sources this daemon can mine with: the built-in ones and the installed ones."""
+
+    def __init__(
+        self,
+        config: MiningConfig,
+        repository: PackageRepository,
+        runtime: ComponentRuntime,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self._repository = repository
+        self._runtime = runtime
+        self._environ = environ
+        self._builtin: dict[str, Adapter] = {
+            "directory": DirectoryAdapter(max_file_bytes=config.max_file_bytes)
+        }
+        # SHA-256 of component files by (path, size, mtime, inode): reading a source's state
+        # must not hash megabytes every time, and any write to the file changes the key.
+        self._digests: dict[tuple[str, int, int, int], str] = {}
+        self._lock = threading.Lock()
+
+    # Reading.
+
+    def builtin_names(self) -> tuple[str, ...]:
+        return tuple(self._builtin)
+
+    def installed(self) -> list[Installed]:
+        return [self._installed(row) for row in self._repository.list()]
+
+    def find(self, name: str) -> Installed | None:
+        row = self._repository.get(name)
+        return None if row is None else self._installed(row)
+
+    def _installed(self, row: Mapping[str, Any]) -> Installed:
+        directory = self._directory(row["origin"], row["name"])
+        unavailable: str | None
+        manifest: Manifest | None
+        try:
+            manifest = parse_manifest(row["manifest"], builtin_names=self.builtin_names())
+        except MemCastleError as exc:
+            manifest = None
+            unavailable = f"its manifest is no longer valid: {exc.message}"
+        else:
+            unavailable = incompatibility(manifest) or self._component_problem(
+                directory, row["digest"]
+            )
+        return Installed(
+            name=row["name"],
+            origin=row["origin"],
+            state=row["state"],
+            digest=row["digest"],
+            manifest=manifest,
+            consent=row.get("consent"),
+            installed_at=row.get("installed_at"),
+            updated_at=row.get("updated_at"),
+            directory=directory,
+            unavailable=unavailable,
+        )
+
+    def _directory(self, origin: str, name: str) -> Path:
+        root = self.config.bundled_dir if origin == "bundled" else self.config.sources_dir
+        return root / name
+
+    def _component_problem(self, directory: Path, digest: str) -> str | None:
+        path = directory / COMPONENT
+        try:
+            stat = path.stat()
+        except OSError:
+            return f"its component {path} is missing"
+        key = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        actual = self._digests.get(key)
+        if actual is None:
+            actual = _sha256_file(path)
+            self._digests[key] = actual
+        if actual != digest:
+            return f"its component {path} was altered after it was installed"
+        return None
+
+    def adapters(self) -> list[dict[str, Any]]:
+        """Every source, as `GET /api/sources` lists it."""
+        described = [
+            {**describe(adapter), "state": "enabled"} for adapter in self._builtin.values()
+        ]
+        for source in self.installed():
+            described.append(self._describe(source))
+        return sorted(described, key=lambda entry: entry["name"])
+
+    def show(self, ctx: RequestContext, name: str) -> dict[str, Any]:
+        """One source, built in or installed: what it is, its state and what it may do."""
+        ctx.require_read("source_show")
+        builtin = self._builtin.get(name)
+        if builtin is not None:
+            return {**describe(builtin), "state": "enabled", "permissions": None}
+        return self._describe(self._require(name))
+
+    def _describe(self, source: Installed) -> dict[str, Any]:
+        described: dict[str, Any] = {
+            "name": source.name,
+            "origin": source.origin,
+            "state": source.shown_state(),
+            "digest": source.digest,
+            "installed_at": source.installed_at,
+            "updated_at": source.updated_at,
+        }
+        if source.unavailable is not None:
+            described["unavailable_reason"] = source.unavailable
+        manifest = source.manifest
+        if manifest is None:
+            return {**described, "description": "", "capabilities": {}, "options": []}
+        permissions = manifest.permissions
+        described.update(
+            description=manifest.description,
+            version=manifest.version,
+            capabilities=manifest.capabilities.as_dict(),
+            options=[option.as_dict() for option in manifest.options],
+            permissions=permissions.normalized(),
+        )
+        if permissions.asks():
+            described["consent_digest"] = consent_digest(manifest.name, permissions)
+        return described
+
+    def _require(self, name: str) -> Installed:
+        source = self.find(name)
+        if source is None:
+            raise SourceNotFound(f"no source is named {name!r}")
+        return source
+
+    # Mining.
+
+    def adapter(self, name: str) -> Adapter:
+        """The adapter a mine job runs, refused at submission when it cannot run."""
+        builtin = self._builtin.get(name)
+        if builtin is not None:
+            return builtin
+        source = self.find(name)
+        if source is None:
+            known = sorted({*self._builtin, *(entry.name for entry in self.installed())})
+            raise InputInvalid(
+                "source", f"names no known source {name!r} (known: {', '.join(known)})"
+            )
+        if source.unavailable is not None or source.manifest is None:
+            raise NotEnabled(f"the {name} source is unavailable: {source.unavailable}")
+        if source.state != "enabled":
+            raise NotEnabled(f"the {name} source is {source.state}, not enabled")
+        return self._adapter(source, source.manifest)
+
+    def _adapter(self, source: Installed, manifest: Manifest) -> ComponentAdapter:
+        component = self._runtime.load(source.directory / COMPONENT, source.digest)
+        return ComponentAdapter(
+            manifest,
+            component,
+            origin=source.origin,
+            caps=Caps(self.config.source_memory_mib, self.config.source_timeout_secs),
+            environ=self._environ,
+        )
+
+    # Changing what is installed: not gated by the memory mode.
+
+    def install(self, data: bytes, *, consent: str | None, enable: bool) -> dict[str, Any]:
+        """Install (or replace) the package in `data`. A package asking for permissions needs
+        `consent` to be their digest, unless it replaces one that was agreed to at least as
+        much; a replaced source keeps its state."""
+        package = read_package(data)
+        manifest = parse_manifest(package.manifest_text, builtin_names=self.builtin_names())
+        reason = incompatibility(manifest)
+        if reason is not None:
+            raise ComponentUnusable(f"the {manifest.name} source cannot run here: {reason}")
+        with self._lock:
+            previous = self.find(manifest.name)
+            if previous is not None and previous.origin == "bundled":
+                raise BundledSource(f"{manifest.name} is a bundled source")
+            agreed = self._consent(manifest, previous, consent)
+            staging = self.config.sources_dir / f".staging-{uuid.uuid4().hex}"
+            try:
+                digest = self._stage(staging, package.manifest_text, package)
+                self._runtime.load(staging / COMPONENT, digest)
+                self._replace(staging, self.config.sources_dir / manifest.name)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            now = utc_now()
+            state = previous.state if previous is not None else "installed"
+            self._repository.put(
+                {
+                    "name": manifest.name,
+                    "state": "enabled" if enable else state,
+                    "origin": "package",
+                    "digest": digest,
+                    "manifest": package.manifest_text,
+                    "consent": agreed,
+                    "installed_at": previous.installed_at if previous is not None else now,
+                    "updated_at": now,
+                }
+            )
+        return {"source": self._describe(self._require(manifest.name)), "replaced": bool(previous)}
+
+    def _consent(
+        self, manifest: Manifest, previous: Installed | None, consent: str | None
+    ) -> str | None:
+        permissions = manifest.permissions
+        if not permissions.asks():
+            return None
+        digest = consent_digest(manifest.name, permissions)
+        if consent == digest:
+            return digest
+        if (
+            previous is not None
+            and previous.manifest is not None
+            and previous.consent is not None
+            and previous.manifest.permissions.covers(permissions)
+        ):
+            return previous.consent
+        asked = ", ".join(_asked(permissions.normalized()))
+        raise ConsentRequired(
+            f"the {manifest.name} source asks for {asked}"
+            + (", more than its installed version" if previous is not None else ""),
+            help=(
+                "review what it asks for, then agree to exactly that with "
+                f"`memcastle source install FILE --consent {digest}`"
+            ),
+        )
+
+    def _stage(self, staging: Path, manifest_text: str, package: Any) -> str:
+        staging.mkdir(parents=True)
+        (staging / MANIFEST).write_text(manifest_text, encoding="utf-8")
+        (staging / COMPONENT).write_bytes(package.component)
+        for name, text in (("README.md", package.readme), ("LICENSE", package.license)):
+            if text is not None:
+                (staging / name).write_text(text, encoding="utf-8")
+        return hashlib.sha256(package.component).hexdigest()
+
+    @staticmethod
+    def _replace(staging: Path, target: Path) -> None:
+        """Put `staging` at `target` by renames, so a crash leaves one whole version."""
+        retired = target.with_name(f".retired-{uuid.uuid4().hex}")
+        if target.exists():
+            target.rename(retired)
+        staging.rename(target)
+        shutil.rmtree(retired, ignore_errors=True)
+
+    def enable(self, name: str) -> dict[str, Any]:
+        """Allow a source to be mined: idempotent; an unavailable one cannot be."""
+        if name in self._builtin:
+            return self.show(RequestContext.build(requested_by="http"), name)
+        with self._lock:
+            source = self._require(name)
+            if source.unavailable is not None:
+                raise NotEnabled(f"the {name} source is unavailable: {source.unavailable}")
+            if source.state != "enabled":
+                self._repository.set_state(name, "enabled", utc_now())
+        return self._describe(self._require(name))
+
+    def disable(self, name: str) -> dict[str, Any]:
+        """Stop a source from being mined: idempotent."""
+        if name in self._builtin:
+            raise BuiltinSource(f"{name} is a built-in source and cannot be disabled")
+        with self._lock:
+            source = self._require(name)
+            if source.state != "disabled":
+                self._repository.set_state(name, "disabled", utc_now())
+        return self._describe(self._require(name))
+
+    def remove(self, name: str) -> dict[str, Any]:
+        """Remove an installed source's files and row; what it mined stays in the palace."""
+        if name in self._builtin:
+            raise BuiltinSource(f"{name} is a built-in source and cannot be removed")
+        with self._lock:
+            source = self._require(name)
+            if source.origin == "bundled":
+                raise BundledSource(f"{name} is a bundled source and cannot be removed")
+            self._repository.delete(name)
+            shutil.rmtree(source.directory, ignore_errors=True)
+        return {"removed": name}
+
+    def record_bundled(self) -> None:
+        """Record the bundled sources built into `mining.bundled_dir` as installed, once; a
+        rebuilt one keeps its state and takes its new component and manifest."""
+        root = self.config.bundled_dir
+        if not root.is_dir():
+            return
+        with self._lock:
+            for directory in sorted(root.iterdir()):
+                self._record_bundled(directory)
+
+    def _record_bundled(self, directory: Path) -> None:
+        manifest_path, component = directory / MANIFEST, directory / COMPONENT
+        if not manifest_path.is_file() or not component.is_file():
+            return
+        text = manifest_path.read_text(encoding="utf-8")
+        digest = _sha256_file(component)
+        previous = self._repository.get(directory.name)
+        if previous is not None and (
+            previous["origin"] != "bundled"
+            or (previous["digest"] == digest and previous["manifest"] == text)
+        ):
+            return
+        now = utc_now()
+        self._repository.put(
+            {
+                "name": directory.name,
+                "state": previous["state"] if previous is not None else "installed",
+                "origin": "bundled",
+                "digest": digest,
+                "manifest": text,
+                "consent": None,
+                "installed_at": previous["installed_at"] if previous is not None else now,
+                "updated_at": now,
+            }
+        )
+
+
+def _asked(permissions: Mapping[str, Any]) -> list[str]:
+    asked = []
+    if permissions.get("network"):
+        asked.append("the network")
+    for key, what in (("process", "programs"), ("env", "variables")):
+        if permissions.get(key):
+            asked.append(f"{what} {', '.join(permissions[key])}")
+    read = (permissions.get("filesystem") or {}).get("read")
+    if read:
+        asked.append(f"reading {', '.join(read)}")
+    if permissions.get("oauth"):
+        asked.append("an OAuth sign-in")
+    return asked or ["permissions"]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def compiled_cache_dir(environ: Mapping[str, str]) -> Path:
+    """Where compiled components are kept: a cache, so under `XDG_CACHE_HOME`."""
+    value = environ.get("XDG_CACHE_HOME", "")
+    base = Path(value) if value and os.path.isabs(value) else Path.home() / ".cache"
+    return base / "memcastle" / "components"

@@ -1,0 +1,327 @@
+"""Installed sources end to end: a real component built by the tests' set-up, installed into a
+real daemon through `/api/source-packages`, consented to, enabled, mined, updated, disabled and
+removed; and each way a hostile source misbehaves failing only its own job, with its code, the
+daemon serving and the palace unchanged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sources.manifest import consent_digest, parse_manifest
+from tests.support.components import manifest, package
+from tests.support.daemon import Daemon
+from tests.support.http import assert_error, submit, wait_job
+
+GZIP = {"Content-Type": "application/gzip"}
+PROBE_DIGEST = consent_digest("probe", parse_manifest(manifest("probe")).permissions)
+# The cursor, time and memory caps of the module's daemon: small, so a runaway source is
+# stopped quickly.
+TIMEOUT_SECS = 3
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    package("probe")  # built before the daemon starts, so no test pays for it under a timeout
+    running = Daemon(
+        tmp_path_factory.mktemp("sources"),
+        env={
+            "MEMCASTLE_MINING_SOURCE_TIMEOUT_SECS": str(TIMEOUT_SECS),
+            "MEMCASTLE_MINING_SOURCE_MEMORY_MIB": "96",
+        },
+    ).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def installed(daemon: Daemon) -> str:
+    """The probe source installed with consent and enabled, once for the module."""
+    with daemon.client() as client:
+        response = client.post(
+            "/api/source-packages",
+            content=package("probe"),
+            headers=GZIP,
+            params={"consent": PROBE_DIGEST, "enable": "true"},
+        )
+        assert response.status_code == 200, response.text
+    return "probe"
+
+
+def notes(root: Path, count: int = 3) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for index in range(count):
+        (root / f"note-{index}.txt").write_text(f"note {index}\n\nabout the tide tables {index}\n")
+    return root
+
+
+def mine(client: httpx.Client, locator: Path, **extra: Any) -> dict[str, Any]:
+    return submit(client, {"type": "mine", "source": "probe", "locator": str(locator), **extra})
+
+
+def drawers_in(client: httpx.Client, wing: str) -> int:
+    response = client.get(f"/api/wings/{wing}")
+    if response.status_code == 404:
+        return 0
+    assert response.status_code == 200, response.text
+    return response.json()["counts"]["drawers"]
+
+
+def test_a_package_asking_for_permissions_is_refused_without_consent_naming_its_digest(
+    daemon: Daemon,
+) -> None:
+    with daemon.client() as client:
+        refused = client.post("/api/source-packages", content=package("probe"), headers=GZIP)
+        body = assert_error(refused, 400, "memcastle::source::consent_required")
+        assert PROBE_DIGEST in body["help"]
+        wrong = client.post(
+            "/api/source-packages",
+            content=package("probe"),
+            headers=GZIP,
+            params={"consent": "0" * 64},
+        )
+        assert_error(wrong, 400, "memcastle::source::consent_required")
+        listed = client.get("/api/sources").json()["adapters"]
+        assert [entry["name"] for entry in listed if entry["origin"] == "package"] in (
+            [],
+            ["probe"],
+        )
+
+
+def test_a_body_that_is_not_a_package_is_refused(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        refused = client.post("/api/source-packages", content=b"not a tarball", headers=GZIP)
+        assert_error(refused, 400, "memcastle::source::package_invalid")
+        empty = client.post("/api/source-packages", content=b"", headers=GZIP)
+        assert_error(empty, 400, "memcastle::input::invalid")
+
+
+def test_an_installed_source_is_shown_with_what_it_may_do(daemon: Daemon, installed: str) -> None:
+    with daemon.client() as client:
+        shown = client.get(f"/api/source-packages/{installed}")
+        assert shown.status_code == 200, shown.text
+        source = shown.json()
+        assert source["state"] == "enabled" and source["origin"] == "package"
+        assert source["version"] == "1.0.0"
+        assert source["permissions"]["process"] == ["echo"]
+        assert source["consent_digest"] == PROBE_DIGEST
+        assert [option["name"] for option in source["options"]] == ["mode"]
+        listed = {entry["name"]: entry for entry in client.get("/api/sources").json()["adapters"]}
+        assert listed["probe"]["state"] == "enabled"
+        assert listed["directory"]["origin"] == "builtin"
+        assert_error(
+            client.get("/api/source-packages/probe", headers={"X-MemCastle-Mode": "disabled"}),
+            403,
+            "memcastle::mode::forbidden",
+        )
+
+
+def test_an_installed_source_is_mined_like_the_directory_source(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "notes")
+    with daemon.client() as client:
+        first = wait_job(client, mine(client, place, wing="probe-mined")["id"])
+        assert first["result"]["documents"] == 3 and first["result"]["created"] == 3
+        assert drawers_in(client, "probe-mined") == 3
+        again = wait_job(client, mine(client, place, wing="probe-mined", full=True)["id"])
+        assert again["result"]["unchanged"] == 3 and again["result"]["created"] == 0
+        (place / "note-1.txt").write_text("note 1\n\nthe tide tables changed\n")
+        edited = wait_job(client, mine(client, place, wing="probe-mined", full=True)["id"])
+        assert edited["result"]["superseded"] == 1
+        # The superseded version stays, closed.
+        assert drawers_in(client, "probe-mined") == 4
+
+
+def test_mining_refuses_an_undeclared_option_at_submission(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    with daemon.client() as client:
+        response = client.post(
+            "/api/jobs",
+            json={
+                "type": "mine",
+                "source": "probe",
+                "locator": str(notes(tmp_path)),
+                "options": {"since": "2026-01"},
+            },
+        )
+        body = assert_error(response, 400, "memcastle::input::invalid")
+        assert "mode" in body["error"]
+
+
+def test_an_update_asking_for_no_more_keeps_consent_and_state_and_a_wider_one_needs_new(
+    daemon: Daemon, installed: str
+) -> None:
+    with daemon.client() as client:
+        same = client.post(
+            "/api/source-packages",
+            content=package("probe", manifest("probe", version='"1.0.1"')),
+            headers=GZIP,
+        )
+        assert same.status_code == 200, same.text
+        assert same.json()["replaced"] is True
+        assert same.json()["source"]["state"] == "enabled"
+        assert same.json()["source"]["version"] == "1.0.1"
+        wider = manifest("probe", version='"1.1.0"', process='["echo", "cat"]')
+        refused = client.post("/api/source-packages", content=package("probe", wider), headers=GZIP)
+        body = assert_error(refused, 400, "memcastle::source::consent_required")
+        assert consent_digest("probe", parse_manifest(wider).permissions) in body["help"]
+        assert client.get("/api/source-packages/probe").json()["version"] == "1.0.1"
+
+
+def test_built_in_and_unknown_sources_cannot_be_disabled_or_removed(daemon: Daemon) -> None:
+    with daemon.client() as client:
+        for action in ("disable",):
+            assert_error(
+                client.post(f"/api/source-packages/directory/{action}"),
+                400,
+                "memcastle::source::builtin",
+            )
+        assert_error(
+            client.delete("/api/source-packages/directory"), 400, "memcastle::source::builtin"
+        )
+        assert client.post("/api/source-packages/directory/enable").json()["state"] == "enabled"
+        for response in (
+            client.get("/api/source-packages/nothing-here"),
+            client.post("/api/source-packages/nothing-here/enable"),
+            client.delete("/api/source-packages/nothing-here"),
+        ):
+            assert_error(response, 404, "memcastle::source::not_found")
+
+
+# Each way a source misbehaves, with the code its job fails with.
+HOSTILE = {
+    "passwd": "memcastle::source::failed",
+    "dotdot": "memcastle::source::failed",
+    "symlink": "memcastle::source::failed",
+    "unlisted": "memcastle::source::permission_denied",
+    "shell": "memcastle::source::permission_denied",
+    "loop": "memcastle::source::timeout",
+    "oom": "memcastle::source::failed",
+    "malformed": "memcastle::source::failed",
+}
+
+
+@pytest.mark.parametrize("mode", sorted(HOSTILE))
+def test_a_hostile_source_fails_only_its_job_with_its_code(
+    daemon: Daemon, installed: str, tmp_path: Path, mode: str
+) -> None:
+    place = notes(tmp_path / "inside", count=1)
+    (tmp_path / "outside.txt").write_text("a secret outside the grant\n")
+    (place / "link.out").symlink_to(tmp_path / "outside.txt")
+    wing = f"hostile-{mode}"
+    with daemon.client() as client:
+        job = mine(client, place, wing=wing, options={"mode": mode})
+        failed = wait_job(client, job["id"], "failed", timeout=TIMEOUT_SECS + 30)
+        assert failed["error_code"] == HOSTILE[mode], failed
+        assert "secret" not in json.dumps(failed)
+        assert drawers_in(client, wing) == 0
+        assert client.get("/api/health").status_code == 200
+        # The daemon keeps serving, and the same source mines well behaved right after.
+        fine = wait_job(client, mine(client, place, wing=wing)["id"])
+        assert fine["result"]["created"] >= 1
+
+
+def test_the_listed_program_runs_with_its_output(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "listed", count=1)
+    with daemon.client() as client:
+        job = wait_job(
+            client, mine(client, place, wing="probe-listed", options={"mode": "listed"})["id"]
+        )
+        assert job["result"]["created"] >= 1
+
+
+def test_a_cursor_the_source_refuses_fails_with_cursor_invalid(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "cursor", count=2)
+    with daemon.client() as client:
+        wait_job(client, mine(client, place, wing="probe-cursor")["id"])
+        job = mine(client, place, wing="probe-cursor", options={"mode": "foreign"})
+        failed = wait_job(client, job["id"], "failed")
+        assert failed["error_code"] == "memcastle::source::cursor_invalid"
+        assert wait_job(client, mine(client, place, wing="probe-cursor", full=True)["id"])
+
+
+def test_an_altered_component_makes_the_source_unavailable(
+    tmp_path: Path,
+) -> None:
+    running = Daemon(tmp_path).start()
+    try:
+        with running.client() as client:
+            installed = client.post(
+                "/api/source-packages",
+                content=package("probe"),
+                headers=GZIP,
+                params={"consent": PROBE_DIGEST, "enable": "true"},
+            )
+            assert installed.status_code == 200, installed.text
+            component = tmp_path / "sources" / "probe" / "source.wasm"
+            component.write_bytes(component.read_bytes() + b"\0")
+            shown = client.get("/api/source-packages/probe").json()
+            assert shown["state"] == "unavailable"
+            assert "altered" in shown["unavailable_reason"]
+            refused = client.post(
+                "/api/jobs",
+                json={"type": "mine", "source": "probe", "locator": str(notes(tmp_path / "n"))},
+            )
+            assert_error(refused, 409, "memcastle::source::not_enabled")
+            assert_error(
+                client.post("/api/source-packages/probe/enable"),
+                409,
+                "memcastle::source::not_enabled",
+            )
+            removed = client.delete("/api/source-packages/probe")
+            assert removed.json() == {"removed": "probe"}
+            assert not component.parent.exists()
+    finally:
+        running.stop()
+
+
+def test_disable_is_idempotent_a_disabled_source_is_refused_and_remove_keeps_drawers(
+    tmp_path: Path,
+) -> None:
+    running = Daemon(tmp_path).start()
+    try:
+        with running.client() as client:
+            client.post(
+                "/api/source-packages",
+                content=package("probe"),
+                headers=GZIP,
+                params={"consent": PROBE_DIGEST},
+            )
+            place = notes(tmp_path / "n", count=2)
+            assert_error(
+                client.post(
+                    "/api/jobs", json={"type": "mine", "source": "probe", "locator": str(place)}
+                ),
+                409,
+                "memcastle::source::not_enabled",
+            )
+            assert client.post("/api/source-packages/probe/enable").json()["state"] == "enabled"
+            wait_job(client, mine(client, place)["id"])
+            for _ in range(2):
+                disabled = client.post("/api/source-packages/probe/disable")
+                assert disabled.status_code == 200 and disabled.json()["state"] == "disabled"
+            assert_error(
+                client.post(
+                    "/api/jobs", json={"type": "mine", "source": "probe", "locator": str(place)}
+                ),
+                409,
+                "memcastle::source::not_enabled",
+            )
+            assert client.delete("/api/source-packages/probe").status_code == 200
+            assert drawers_in(client, "probe") == 2
+            assert_error(
+                client.get("/api/source-packages/probe"), 404, "memcastle::source::not_found"
+            )
+    finally:
+        running.stop()
