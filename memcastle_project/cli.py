@@ -836,8 +836,9 @@ def overview() -> str:
     lines = [
         f"usage: {PROG} [--json] [--mode MODE] [--config FILE] [--palace PATH] [-v] COMMAND ...",
         "",
-        "MemCastle, a memory daemon for AI agents. Every command but serve, migrate, worker and",
-        "completions talks to the running daemon. `memcastle COMMAND --help` tells more.",
+        "MemCastle, a memory daemon for AI agents. Every command but serve, migrate, worker,",
+        "completions, integration and source init|build|test|package talks to the running",
+        "daemon. `memcastle COMMAND --help` tells more.",
         "",
         "commands:",
         *(f"  {node.name:<{width}}  {node.help.split('. ')[0].rstrip('.')}" for node in nodes),
