@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import subprocess
@@ -32,6 +33,8 @@ import wasmtime.component as wc
 
 from kernel.errors import MemCastleError
 from sources.adapters import CursorInvalid, SourceFailed
+
+logger = logging.getLogger(__name__)
 
 CONTRACT_PACKAGE = "memcastle:source"
 CONTRACT_VERSION = "0.4.0"
@@ -320,6 +323,7 @@ class ComponentRuntime:
                 return wc.Component.deserialize_file(self.engine, str(cached))
             except wasmtime.WasmtimeError:
                 cached.unlink(missing_ok=True)
+        logger.info("compiling the component %s, on its first use", digest)
         try:
             compiled = wc.Component(self.engine, data)
         except wasmtime.WasmtimeError as exc:

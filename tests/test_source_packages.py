@@ -5,6 +5,7 @@ daemon serving and the palace unchanged."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,10 @@ import httpx
 import pytest
 
 from sources.manifest import consent_digest, parse_manifest
-from tests.support.components import manifest, package
+from tests.support.components import built, manifest, package
 from tests.support.daemon import Daemon
 from tests.support.http import assert_error, submit, wait_job
+from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 
 GZIP = {"Content-Type": "application/gzip"}
 PROBE_DIGEST = consent_digest("probe", parse_manifest(manifest("probe")).permissions)
@@ -136,6 +138,22 @@ def test_an_installed_source_is_mined_like_the_directory_source(
         assert edited["result"]["superseded"] == 1
         # The superseded version stays, closed.
         assert drawers_in(client, "probe-mined") == 4
+
+
+@pytest.mark.anyio
+async def test_an_agent_mines_an_installed_source_over_mcp_with_the_same_refusals(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "mcp", count=2)
+    async with connect(daemon.base_url) as mcp:
+        job = await call(
+            mcp, "memcastle_mine", {"source": "probe", "locator": str(place), "wing": "probe-mcp"}
+        )
+        done = await wait_for_job(mcp, job["id"], finished)
+        assert done["status"] == "completed" and done["result"]["created"] == 2
+        refused = await failure(mcp, "memcastle_mine", {"source": "nope", "locator": str(place)})
+        assert refused.code == "memcastle::input::invalid"
+        assert "probe" in refused.body["error"] and "directory" in refused.body["error"]
 
 
 def test_mining_refuses_an_undeclared_option_at_submission(
@@ -325,3 +343,35 @@ def test_disable_is_idempotent_a_disabled_source_is_refused_and_remove_keeps_dra
             )
     finally:
         running.stop()
+
+
+def test_a_component_is_compiled_once_and_the_next_start_reads_the_compiled_form(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    digest = hashlib.sha256(built("probe").read_bytes()).hexdigest()
+    compiling = f"compiling the component {digest}"
+    (tmp_path / "first").mkdir()
+    first = Daemon(tmp_path / "first", env=env).start()
+    try:
+        with first.client() as client:
+            installed = client.post(
+                "/api/source-packages",
+                content=package("probe"),
+                headers=GZIP,
+                params={"consent": PROBE_DIGEST, "enable": "true"},
+            )
+            assert installed.status_code == 200, installed.text
+    finally:
+        first.stop()
+    assert first.log().count(compiling) == 1
+    assert list((tmp_path / "cache" / "memcastle" / "components").glob(f"{digest}.*.cwasm"))
+    second = Daemon(tmp_path / "first", env=env).start()
+    try:
+        with second.client() as client:
+            job = wait_job(client, mine(client, notes(tmp_path / "n"))["id"])
+            assert job["result"]["created"] == 3
+    finally:
+        second.stop()
+    # One log for both starts, on one palace: one compilation in all.
+    assert second.log().count(compiling) == 1, "the second start compiled it again"
