@@ -116,11 +116,15 @@ class ComponentAdapter:
     # The contract.
 
     def identify(self, locator: str | None, options: Mapping[str, str]) -> SourceRef:
+        # The source sees the granted directories at their real paths only, so a locator
+        # reached through a symlink is handed over resolved.
+        if locator is not None and os.path.isabs(locator):
+            locator = os.path.realpath(locator)
         answer = self._component.call(
             self._grant(locator), "identify", locator, sorted(options.items())
         )
         if isinstance(answer, wc.Variant):
-            _raise(answer, field="locator")
+            _raise(answer, field=_field_at_fault(answer, options))
         ref = _source_ref(answer)
         if ref.source != self.name:
             raise SourceFailed(
@@ -199,6 +203,13 @@ def _locator_dir(locator: str | None) -> str | None:
         return None
     path = Path(locator)
     return str(path if not path.is_file() else path.parent)
+
+
+def _field_at_fault(error: wc.Variant, options: Mapping[str, str]) -> str:
+    """The parameter an `invalid-input` of `identify` is about: an option it names, else the
+    locator."""
+    message = str(error.payload)
+    return "options" if any(key in message for key in options) else "locator"
 
 
 def _raise(error: wc.Variant, *, field: str | None = None) -> None:

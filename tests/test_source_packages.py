@@ -17,7 +17,7 @@ import pytest
 from sources.manifest import consent_digest, parse_manifest
 from tests.support.components import built, manifest, package
 from tests.support.daemon import Daemon
-from tests.support.http import assert_error, submit, wait_job
+from tests.support.http import assert_error, drawer, room_drawers, submit, wait_job
 from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 
 GZIP = {"Content-Type": "application/gzip"}
@@ -35,6 +35,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
         env={
             "MEMCASTLE_MINING_SOURCE_TIMEOUT_SECS": str(TIMEOUT_SECS),
             "MEMCASTLE_MINING_SOURCE_MEMORY_MIB": "96",
+            "PROBE_LISTED": "listed-value",
+            "PROBE_SECRET": "never-passed",
         },
     ).start()
     yield running
@@ -110,7 +112,7 @@ def test_an_installed_source_is_shown_with_what_it_may_do(daemon: Daemon, instal
         source = shown.json()
         assert source["state"] == "enabled" and source["origin"] == "package"
         assert source["version"] == "1.0.0"
-        assert source["permissions"]["process"] == ["echo"]
+        assert source["permissions"]["process"] == ["echo", "printenv"]
         assert source["consent_digest"] == PROBE_DIGEST
         assert [option["name"] for option in source["options"]] == ["mode"]
         listed = {entry["name"]: entry for entry in client.get("/api/sources").json()["adapters"]}
@@ -255,6 +257,33 @@ def test_the_listed_program_runs_with_its_output(
             client, mine(client, place, wing="probe-listed", options={"mode": "listed"})["id"]
         )
         assert job["result"]["created"] >= 1
+
+
+def filed(client: httpx.Client, wing: str) -> str:
+    return "\n".join(
+        drawer(client, listed["id"])["content"] for listed in room_drawers(client, wing, "notes")
+    )
+
+
+def test_a_program_gets_path_home_and_the_listed_variables_only(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "environ", count=1)
+    with daemon.client() as client:
+        mined = mine(client, place, wing="probe-environ", options={"mode": "environ"})
+        wait_job(client, mined["id"])
+        names = {line.split("=", 1)[0] for line in filed(client, "probe-environ").splitlines()}
+        assert names == {"PATH", "HOME", "PROBE_LISTED"}
+
+
+def test_the_source_itself_sees_home_and_nothing_else_of_the_environment(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    place = notes(tmp_path / "guestenv", count=1)
+    with daemon.client() as client:
+        mined = mine(client, place, wing="probe-guestenv", options={"mode": "guestenv"})
+        wait_job(client, mined["id"])
+        assert json.loads(filed(client, "probe-guestenv")) == ["HOME"]
 
 
 def test_a_cursor_the_source_refuses_fails_with_cursor_invalid(

@@ -1,0 +1,43 @@
+"""The `opencode` source as a component: opencode sessions, read by running the `opencode` CLI
+through the host. The WIT glue only; what is asked and how it is read is `opencode_format`."""
+
+from __future__ import annotations
+
+import memcastle_guest as guest
+from componentize_py_types import Err
+from opencode_format import PROGRAM, OpencodeSource, Output, ProcessRefused
+from wit_world import exports
+from wit_world.imports import host, types
+
+
+def run(args: list[str]) -> Output:
+    """`opencode` with `args`, no shell and no input; the host's refusal (the program is not
+    installed, its output is past 16 MiB) is `ProcessRefused`."""
+    try:
+        finished = host.run_process(PROGRAM, args, None)
+    except Err as refused:
+        raise ProcessRefused(str(refused.value)) from None
+    return Output(finished.status, bytes(finished.stdout), bytes(finished.stderr))
+
+
+SOURCE = OpencodeSource(run)
+
+
+class Adapter(exports.Adapter):
+    def identify(self, locator: str | None, options: list[tuple[str, str]]) -> types.SourceRef:
+        return guest.identify(SOURCE, locator, options)
+
+    def default_wing(self, source: types.SourceRef) -> str:
+        return SOURCE.name
+
+    def default_room(self) -> str:
+        return SOURCE.default_room
+
+    def discover(self, source: types.SourceRef, cursor: str, limit: int) -> types.Discovery:
+        return guest.discover(SOURCE, source, cursor, limit)
+
+    def read(self, source: types.SourceRef, candidate: types.Candidate) -> types.RawDocument | None:
+        return guest.read(SOURCE, source, candidate)
+
+    def normalize(self, raw: types.RawDocument) -> types.CanonicalDocument:
+        return guest.normalize(SOURCE, raw)
