@@ -105,6 +105,34 @@ def test_a_body_that_is_not_a_package_is_refused(daemon: Daemon) -> None:
         assert_error(empty, 400, "memcastle::input::invalid")
 
 
+@pytest.mark.parametrize(
+    ("changes", "code", "named"),
+    [
+        ({"contract": '"0.3"'}, "memcastle::source::incompatible", "0.3"),
+        ({"memcastle": '">=9.0"'}, "memcastle::source::incompatible", "9.0"),
+        ({"format": "2"}, "memcastle::source::incompatible", "format"),
+        ({"name": '"directory"'}, "memcastle::source::manifest_invalid", "directory"),
+        ({"incremental": '"yes"'}, "memcastle::source::manifest_invalid", "incremental"),
+    ],
+)
+def test_a_package_this_host_cannot_run_is_refused_naming_why_and_nothing_is_installed(
+    daemon: Daemon, changes: dict[str, str], code: str, named: str
+) -> None:
+    with daemon.client() as client:
+        refused = client.post(
+            "/api/source-packages",
+            content=package("probe", manifest("probe", **changes)),
+            headers=GZIP,
+            params={"consent": PROBE_DIGEST},
+        )
+        assert named in assert_error(refused, 400, code)["error"]
+        unknown_key = manifest("probe") + "\n[permissions.filesystem.write]\nall = true\n"
+        refused = client.post(
+            "/api/source-packages", content=package("probe", unknown_key), headers=GZIP
+        )
+        assert "write" in assert_error(refused, 400, "memcastle::source::manifest_invalid")["error"]
+
+
 def test_an_installed_source_is_shown_with_what_it_may_do(daemon: Daemon, installed: str) -> None:
     with daemon.client() as client:
         shown = client.get(f"/api/source-packages/{installed}")
@@ -312,7 +340,12 @@ def test_an_altered_component_makes_the_source_unavailable(
             )
             assert installed.status_code == 200, installed.text
             component = tmp_path / "sources" / "probe" / "source.wasm"
-            component.write_bytes(component.read_bytes() + b"\0")
+            original = component.read_bytes()
+            component.unlink()
+            missing = client.get("/api/source-packages/probe").json()
+            assert missing["state"] == "unavailable", missing
+            assert "missing" in missing["unavailable_reason"]
+            component.write_bytes(original + b"\0")
             shown = client.get("/api/source-packages/probe").json()
             assert shown["state"] == "unavailable"
             assert "altered" in shown["unavailable_reason"]

@@ -32,12 +32,12 @@ def built(name: str) -> Path:
     return target
 
 
-def manifest(name: str, **replacements: str) -> str:
+def manifest(fixture: str, /, **replacements: str) -> str:
     """The fixture's manifest, with `key = value` lines replaced (`version='"1.0.1"'`)."""
-    text = (FIXTURES / name / "memcastle-source.toml").read_text()
+    text = (FIXTURES / fixture / "memcastle-source.toml").read_text()
     for key, value in replacements.items():
         text, count = re.subn(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
-        assert count == 1, f"the {name} manifest has no single `{key}` line"
+        assert count == 1, f"the {fixture} manifest has no single `{key}` line"
     return text
 
 
