@@ -15,9 +15,10 @@ import httpx
 import pytest
 
 from sources.manifest import consent_digest, parse_manifest
+from sources.mining import BATCH
 from tests.support.components import built, manifest, package
 from tests.support.daemon import Daemon
-from tests.support.http import assert_error, drawer, room_drawers, submit, wait_job
+from tests.support.http import assert_error, drawer, room_drawers, submit, wait_job, watch
 from tests.support.mcp_client import call, connect, failure, finished, wait_for_job
 
 GZIP = {"Content-Type": "application/gzip"}
@@ -437,3 +438,33 @@ def test_a_component_is_compiled_once_and_the_next_start_reads_the_compiled_form
         second.stop()
     # One log for both starts, on one palace: one compilation in all.
     assert second.log().count(compiling) == 1, "the second start compiled it again"
+
+
+def test_a_mine_of_an_installed_source_pauses_resumes_and_cancels_between_batches(
+    daemon: Daemon, installed: str, tmp_path: Path
+) -> None:
+    count = 300  # six batches
+    place = notes(tmp_path / "batches", count=count)
+    with daemon.client() as client:
+        job_id = mine(client, place, wing="probe-batches")["id"]
+        watch(client, job_id, lambda job: job["progress"].get("current", 0) >= BATCH, "a batch")
+        requested = client.post(f"/api/jobs/{job_id}/pause")
+        assert requested.status_code == 200, f"the mine ended before the pause: {requested.text}"
+        paused = wait_job(client, job_id, "paused")
+        stopped_at = paused["checkpoint"]["next_index"]
+        assert BATCH <= stopped_at < count and stopped_at % BATCH == 0
+        assert drawers_in(client, "probe-batches") == stopped_at
+        assert client.post(f"/api/jobs/{job_id}/resume").status_code == 200
+        done = wait_job(client, job_id, timeout=120)
+        assert done["result"]["created"] == count
+        assert drawers_in(client, "probe-batches") == count, "nothing was filed twice"
+
+        more = notes(tmp_path / "cancelled", count=count)
+        job_id = mine(client, more, wing="probe-cancelled")["id"]
+        watch(client, job_id, lambda job: job["progress"].get("current", 0) >= BATCH, "a batch")
+        requested = client.post(f"/api/jobs/{job_id}/cancel")
+        assert requested.status_code == 200, f"the mine ended before the cancel: {requested.text}"
+        stopped_at = wait_job(client, job_id, "cancelled")["checkpoint"]["next_index"]
+        rest = wait_job(client, mine(client, more, wing="probe-cancelled")["id"], timeout=120)
+        assert rest["result"]["created"] == count - stopped_at
+        assert drawers_in(client, "probe-cancelled") == count
