@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,7 +118,7 @@ class _Ticker:
             with self._condition:
                 while self._running == 0:
                     self._condition.wait()
-            threading.Event().wait(TICK_SECS)
+            time.sleep(TICK_SECS)
             self._engine.increment_epoch()
 
 
@@ -237,6 +238,25 @@ class Component:
         if call.denied is not None:
             raise PermissionDenied(f"the source was stopped: {call.denied}")
         return result
+
+    def check_imports(self, *, network: bool) -> None:
+        """Refuse a component that imports what this host does not give it under its
+        manifest's grant (`wasi:http` without the network, another contract's `host`), at
+        install rather than at its first call."""
+        store = wasmtime.Store(self._runtime.engine)
+        store.set_wasi(wasmtime.WasiConfig())
+        if network:
+            store.set_wasi_http()
+        store.set_epoch_deadline(max(1, round(5 / TICK_SECS)))
+        try:
+            with self._runtime.ticking:
+                self._linker(network=network).instantiate(store, self._compiled)
+        except wasmtime.WasmtimeError as exc:
+            first = str(exc).strip().splitlines()[0]
+            grant = "" if network else " (its manifest does not ask for the network)"
+            raise ComponentUnusable(
+                f"the component imports what this host does not give it{grant}: {first}"
+            ) from None
 
     def _linker(self, *, network: bool) -> wc.Linker:
         """A linker with WASI, `wasi:http` when the network is granted, and the host imports,

@@ -277,7 +277,8 @@ class SourcePackages:
             staging = self.config.sources_dir / f".staging-{uuid.uuid4().hex}"
             try:
                 digest = self._stage(staging, package.manifest_text, package)
-                self._runtime.load(staging / COMPONENT, digest)
+                component = self._runtime.load(staging / COMPONENT, digest)
+                component.check_imports(network=manifest.permissions.network)
                 self._replace(staging, self.config.sources_dir / manifest.name)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
