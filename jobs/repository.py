@@ -12,10 +12,12 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from jobs.states import Status
 from kernel.store import Statement, Store
 
 # How many of the most urgent queued jobs a claim tries before reading the queue again.
 CLAIM_CANDIDATES = 8
+FINISHED = tuple(status.value for status in Status if status.terminal)
 # What a running job's own writes read back: its state, not its input, which can be large (a
 # checkpoint job of 1,000 items carries them all; reading them back at every save cost more
 # than the save).
@@ -107,6 +109,19 @@ class JobRepository:
             "ORDER BY claim_rank, created_at LIMIT $limit",
             {"before": before, "limit": limit},
         )
+
+    def prune(self, before: dt.datetime, limit: int) -> int:
+        """Remove at most `limit` finished jobs that ended before `before`, with the rows they
+        wrote for themselves (demo steps), in one transaction; how many were removed."""
+        removed = self.store.transaction(
+            "LET $ids = (SELECT VALUE id FROM job WHERE status IN $finished "
+            "AND completed_at < $before LIMIT $limit);"
+            "DELETE demo_step WHERE job IN $ids.map(|$id| record::id($id)) RETURN NONE;"
+            "DELETE $ids RETURN NONE;"
+            "RETURN array::len($ids);",
+            {"finished": list(FINISHED), "before": before, "limit": limit},
+        )
+        return int(removed)
 
     def rows_with_status(self, status: str) -> list[dict[str, Any]]:
         return self.store.one("SELECT * FROM job WHERE status = $status", {"status": status})

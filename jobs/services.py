@@ -32,6 +32,12 @@ CONTROL_ATTEMPTS = 3
 ACTIONS = ("pause", "resume", "cancel", "force-cancel", "retry")
 
 
+# Jobs removed in one transaction by a prune: a long history goes in several, each short.
+PRUNE_BATCH = 500
+# A hundred years: the oldest age a prune takes (and `jobs.retention_days`).
+MAX_AGE_DAYS = 36500
+
+
 class JobIdInvalid(InputInvalid):
     code = "memcastle::jobs::id_invalid"
 
@@ -85,10 +91,13 @@ class JobService:
         repository: JobRepository,
         executor: Executor,
         clock: Callable[[], dt.datetime] = utc_now,
+        *,
+        retention_days: int = 30,
     ) -> None:
         self._repository = repository
         self.executor = executor
         self.clock = clock
+        self.retention_days = retention_days
 
     def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         """Queue a job of the kind named by `type`; it is returned at once, still queued."""
@@ -181,6 +190,28 @@ class JobService:
 
     def demo_steps_written(self, job_id: str) -> int:
         return self._repository.demo_steps_written(job_id)
+
+    def prune(self, ctx: RequestContext, data: object = None) -> dict[str, Any]:
+        """Remove the jobs that finished more than `older_than_days` days ago (by default
+        `jobs.retention_days`), with their records; what they filed stays. A write: a job's
+        record carries its input."""
+        body = body_object(data) if data is not None else {}
+        for name in body:
+            if name not in ("older_than_days", "requested_by"):
+                raise InputInvalid(name, "is not a field of a prune (known: older_than_days)")
+        days = body.get("older_than_days", self.retention_days)
+        if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_AGE_DAYS:
+            raise InputInvalid(
+                "older_than_days", f"must be a whole number of days from 0 to 36500, not {days!r}"
+            )
+        ctx.require_write("job_prune")
+        before = self.clock() - dt.timedelta(days=days)
+        removed = 0
+        while batch := self._repository.prune(before, PRUNE_BATCH):
+            removed += batch
+        if removed:
+            logger.info("finished jobs removed", extra=fields(removed=removed))
+        return {"removed": removed, "finished_before": before}
 
     def counts(self) -> dict[str, int]:
         """Jobs per status, for the status report (`jobs.shapes.JobCounts`)."""

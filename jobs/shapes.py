@@ -55,3 +55,8 @@ class JobCounts(Shape):
     completed = serializers.IntegerField()
     failed = serializers.IntegerField()
     cancelled = serializers.IntegerField()
+
+
+class JobsPruned(Shape):
+    removed = serializers.IntegerField(help_text="finished jobs removed")
+    finished_before = serializers.DateTimeField(help_text="those that ended before this")

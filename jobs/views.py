@@ -7,8 +7,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from jobs.services import ACTIONS, JobService
-from jobs.shapes import Job, JobList
+from jobs.services import ACTIONS, MAX_AGE_DAYS, JobService
+from jobs.shapes import Job, JobList, JobsPruned
 from jobs.states import Status
 from kernel.rest import (
     MODE_PARAMETER,
@@ -112,6 +112,30 @@ class JobsView(JobServiceView):
     def post(self, request: Request) -> Response:
         ctx = request_context(request, body=request.data)
         return Response(self.jobs.submit(ctx, request.data), status=201)
+
+
+class JobsPruneView(JobServiceView):
+    @extend_schema(
+        summary="Remove the jobs that finished more than older_than_days days ago (by default "
+        "jobs.retention_days), with their records; what they filed stays",
+        parameters=[MODE_PARAMETER],
+        request=inline_serializer(
+            "JobsPrune",
+            {
+                "older_than_days": serializers.IntegerField(
+                    required=False,
+                    min_value=0,
+                    max_value=MAX_AGE_DAYS,
+                    help_text="0 removes every finished job",
+                ),
+                "requested_by": serializers.CharField(required=False),
+            },
+        ),
+        responses={200: JobsPruned, **errors(400, 403)},
+    )
+    def post(self, request: Request) -> Response:
+        ctx = request_context(request, body=request.data)
+        return Response(JobsPruned.render(self.jobs.prune(ctx, request.data)))
 
 
 class JobView(JobServiceView):

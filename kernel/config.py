@@ -276,6 +276,7 @@ SETTINGS: tuple[Setting, ...] = (
         "jobs.drain_timeout_secs", 10, _int_range(1, 86400), "MEMCASTLE_JOBS_DRAIN_TIMEOUT_SECS"
     ),
     Setting("jobs.lease_ttl_secs", 30, _int_range(3, 86400), "MEMCASTLE_JOBS_LEASE_TTL_SECS"),
+    Setting("jobs.retention_days", 30, _int_range(0, 36500), "MEMCASTLE_JOBS_RETENTION_DAYS"),
     Setting("jobs.broker_url", None, _broker_url, "MEMCASTLE_JOBS_BROKER_URL"),
     Setting("dedup.enabled", True, _bool, "MEMCASTLE_DEDUP_ENABLED"),
     Setting("dedup.near_threshold", 0.9, _fraction(0.5, 1.0), "MEMCASTLE_DEDUP_NEAR_THRESHOLD"),
@@ -376,12 +377,15 @@ class JobsConfig:
     drain_timeout_secs: int
     lease_ttl_secs: int
     broker_url: str | None
+    # Finished jobs older than this many days are removed by a daily sweep (0: kept forever).
+    retention_days: int = 30
 
     def __repr__(self) -> str:
         # A broker URL may carry a password.
         return (
             f"JobsConfig(max_concurrency={self.max_concurrency!r}, "
-            f"lease_ttl_secs={self.lease_ttl_secs!r}, broker={bool(self.broker_url)!r})"
+            f"lease_ttl_secs={self.lease_ttl_secs!r}, retention_days={self.retention_days!r}, "
+            f"broker={bool(self.broker_url)!r})"
         )
 
 
@@ -556,6 +560,7 @@ def load_config(
             max_concurrency=values["jobs.max_concurrency"],
             drain_timeout_secs=values["jobs.drain_timeout_secs"],
             lease_ttl_secs=values["jobs.lease_ttl_secs"],
+            retention_days=values["jobs.retention_days"],
             broker_url=values["jobs.broker_url"],
         ),
         events_keepalive_secs=values["events.keepalive_secs"],

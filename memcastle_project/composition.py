@@ -99,7 +99,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     executor = Executor(
         job_repository, events, config.jobs, exclusive_store=store.mode == "embedded"
     )
-    jobs = JobService(job_repository, executor)
+    jobs = JobService(job_repository, executor, retention_days=config.jobs.retention_days)
     hierarchy = HierarchyService(HierarchyRepository(store), events)
     filing = FilingService(FilingRepository(store), hierarchy, events, dedup_config=config.dedup)
     # One entity service resolves every name, so the names the extract job remembers are one set.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from jobs import kinds
+from jobs.retention import JobRetention
 from jobs.worker import JobWorker
 from kernel.config import Config
 from kernel.errors import MemCastleError
@@ -63,6 +64,9 @@ class Runtime:
         services.executor.start_up()
         for each in kinds.sweepers(services):
             each.start()
+        if self.daemon:
+            retention = services.config.jobs.retention_days
+            JobRetention(services.jobs, services.events, retention).start()
 
     def begin_stop(self) -> None:
         """Stop taking jobs and ask the running ones to checkpoint and go back to the queue."""

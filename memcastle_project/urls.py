@@ -114,6 +114,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path("api/search", search.SearchView.as_view(search=services.search)),
         path("api/recall", search.RecallView.as_view(search=services.search)),
         path("api/jobs", jobs.JobsView.as_view(**job_service)),
+        path("api/jobs/prune", jobs.JobsPruneView.as_view(**job_service)),
         path("api/jobs/<str:job_id>", jobs.JobView.as_view(**job_service)),
         re_path(
             r"^api/jobs/(?P<job_id>[^/]+)/(?P<action>pause|resume|cancel|force-cancel|retry)$",

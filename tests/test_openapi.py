@@ -261,6 +261,11 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "added SourceAdapter.updated_at",
         "changed SourceAdapter required",
     ),
+    "Added since: removing finished jobs on demand (docs/jobs.md, Retention)": (
+        "added POST /api/jobs/prune",
+        "added JobsPruned",
+        "added JobsPruneRequest",
+    ),
 }
 
 
@@ -559,6 +564,7 @@ def test_real_answers_are_what_the_document_declares(
         answer("POST", "/api/source-packages/{name}/enable", 404, name="nothing")
         answer("DELETE", "/api/source-packages/{name}", **probe)
 
+        answer("POST", "/api/jobs/prune", json={"older_than_days": 365})
         demo = {"type": "demo", "steps": 50, "step_ms": 100}
         started = answer("POST", "/api/jobs", 201, json=demo)
         answer("POST", "/api/jobs/{job_id}/{action}", job_id=started["id"], action="cancel")

@@ -1,4 +1,5 @@
-"""`memcastle job ...`: list, show and control jobs, and queue a demo one (alias `jobs`)."""
+"""`memcastle job ...`: list, show and control jobs, remove old ones, and queue a demo one
+(alias `jobs`)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ CONFIRMED = ("cancel", "force-cancel")
 
 
 class Command(DaemonCommand):
-    help = "List, show, pause, resume, cancel or retry jobs, or queue a demo job."
+    help = "List, show, pause, resume, cancel, retry or prune jobs, or queue a demo job."
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = self.subcommands(parser)
@@ -48,6 +49,15 @@ class Command(DaemonCommand):
             control.add_argument("id", metavar="ID", help="the job's UUID")
             if name in CONFIRMED:
                 control.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        prune = actions.add(
+            "prune", "remove finished jobs older than jobs.retention_days (what they filed stays)"
+        )
+        prune.add_argument(
+            "--older-than",
+            type=int,
+            metavar="DAYS",
+            help="remove those that finished more than DAYS days ago (0: every finished job)",
+        )
         demo = actions.add("demo", "queue a demo job that counts steps")
         demo.add_argument("--steps", type=int, help="steps (5)")
         demo.add_argument("--step-ms", type=int, help="milliseconds per step (500)")
@@ -65,6 +75,12 @@ class Command(DaemonCommand):
             if options["wait"]:
                 job = self.daemon.wait_for_job(job, ProgressBar(self.out))
             self.out.show(job, job_card)
+        elif action == "prune":
+            body = (
+                {} if options["older_than"] is None else {"older_than_days": options["older_than"]}
+            )
+            answer = self.daemon.call("POST", "/api/jobs/prune", body=body)
+            self.out.show(answer, _pruned)
         elif action == "demo":
             body = {
                 "type": "demo",
@@ -96,3 +112,7 @@ def _listing(out: Output, jobs: list[dict[str, Any]]) -> str:
         for job in jobs
     ]
     return table(["ID", "KIND", "STATUS", "PROGRESS", "CREATED", "DETAIL"], rows, empty="(no jobs)")
+
+
+def _pruned(out: Output, answer: dict[str, Any]) -> str:
+    return f"removed {answer['removed']} finished jobs (ended before {answer['finished_before']})"
