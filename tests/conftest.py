@@ -20,15 +20,24 @@ pytest.register_assert_rewrite("tests.support")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 django.setup()
 
-from kernel.config import load_config  # noqa: E402
+from kernel.config import default_assets_dir, load_config  # noqa: E402
 from kernel.context import RequestContext  # noqa: E402
 from kernel.store import Store  # noqa: E402
 from memcastle_project.composition import Services, compose  # noqa: E402
+from sources.building import build_bundled, bundled_names  # noqa: E402
 from tests.support.auth import AUTH_ENV, SECRET  # noqa: E402
 from tests.support.daemon import LOGS, Daemon  # noqa: E402
 from tests.support.endpoint import Endpoint  # noqa: E402
 from tests.support.events import EventStream, Frame  # noqa: E402
 from tests.support.palace_services import Palace, build  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def bundled_sources() -> None:
+    """The bundled sources, built as the set-up builds them, so every daemon lists them (a
+    no-op after `make test`, which builds them first)."""
+    for name in bundled_names():
+        build_bundled(name, default_assets_dir() / "sources")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,8 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kernel.config import default_assets_dir
-from sources.building import build_bundled, bundled_names
 from tests.support import transcripts
 from tests.support.daemon import Daemon
 from tests.support.http import assert_error, drawer, room_drawers, submit, wait_job
@@ -107,10 +105,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     """A daemon whose home holds the agents' transcripts, and whose PATH a stand-in `opencode`
-    answering from a fixture; the bundled sources built first (a no-op once they are)."""
-    bundled = default_assets_dir() / "sources"
-    for name in bundled_names():
-        build_bundled(name, bundled)
+    answering from a fixture (the bundled sources are built by the session's set-up)."""
     root = tmp_path_factory.mktemp("bundled")
     home = root / "home"
     home.mkdir()

@@ -96,7 +96,9 @@ def test_mine_a_directory_and_list_sources(daemon: Daemon, wing_name: str, tmp_p
     assert str(docs) in [mined["locator"] for mined in sources["sources"]]
     assert listed[0] == 0 and "SOURCE" in listed[1] and str(docs) in listed[1]
     assert mined[0] == 0 and re.search(r"\[[#-]{30}\] \d+", mined[1]) and "completed" in mined[1]
-    assert "sources: directory" in refused(unknown, "memcastle::input::invalid")
+    assert "sources: chatgpt, claude, codex, directory" in refused(
+        unknown, "memcastle::input::invalid"
+    )
     assert "`since` is given twice" in refused(twice, "memcastle::input::invalid")
 
 
