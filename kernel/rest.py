@@ -82,6 +82,39 @@ def declare_parameter_bounds(
     return result
 
 
+# Every string a request carries refuses NUL characters (`kernel.validation.refuse_nul`).
+WITHOUT_NUL = r"^[^\x00]*$"
+
+
+def declare_no_nul(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: every free-text string of a request (its query and
+    path parameters, and the request bodies' components) declares that it holds no NUL
+    character, which every route refuses. Strings with an enum, a format or a pattern of their
+    own already say more."""
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                _refuse_nul_in(parameter.get("schema", {}))
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request"):
+            _refuse_nul_in(component)
+    return result
+
+
+def _refuse_nul_in(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "string":
+        if not {"enum", "format", "pattern"} & set(schema):
+            schema["pattern"] = WITHOUT_NUL
+        return
+    for child in schema.get("properties", {}).values():
+        _refuse_nul_in(child)
+    for nested in ("items", "additionalProperties"):
+        if isinstance(schema.get(nested), dict):
+            _refuse_nul_in(schema[nested])
+
+
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     """OpenAPI responses for the error statuses a route can answer: 400 always (every route
     refuses a query parameter it does not take, and a bad memory-mode header where the mode
@@ -100,7 +133,11 @@ def request_context(request: Request, *, body: Any = None) -> RequestContext:
 
 
 def _requested_by(body: Any) -> object:
-    return body.get("requested_by") if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        return None
+    if "requested_by" in body and body["requested_by"] is None:
+        raise InputInvalid("requested_by", "must be a string naming the channel, not null")
+    return body.get("requested_by")
 
 
 def administrative_context(request: Request, *, body: Any = None) -> RequestContext:
@@ -146,7 +183,8 @@ def service() -> Any:
 
 class JSONBodyParser(JSONParser):
     """DRF's JSON parser, refusing what no route takes: JSON nested deeper than the parser can
-    read (DRF lets its `RecursionError` through, a 500) and NUL characters in any string."""
+    read (DRF lets its `RecursionError` through, a 500), a body of JSON `null` (which the
+    services would read as no body) and NUL characters in any string."""
 
     def parse(
         self,
@@ -158,6 +196,8 @@ class JSONBodyParser(JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise exceptions.ParseError("JSON nested too deeply") from None
+        if data is None:
+            raise exceptions.ParseError("the body is JSON null: send an object, or no body")
         refuse_nul(data, "body")
         return data
 

@@ -79,13 +79,18 @@ def parse_limit(raw: object, *, default: int, field: str = "limit", cap: int = M
     return min(value, cap)
 
 
+# Past any palace's end: a larger offset reads the same empty page, and the store takes no
+# integer beyond 64 bits.
+MAX_OFFSET = 2**53 - 1
+
+
 def parse_offset(raw: object, *, field: str = "offset") -> int:
     if raw is None or raw == "":
         return 0
     value = _integer(raw, field)
     if value < 0:
         raise InputInvalid(field, "must not be negative")
-    return value
+    return min(value, MAX_OFFSET)
 
 
 def parse_instant(raw: object, field: str) -> dt.datetime:

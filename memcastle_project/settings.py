@@ -65,8 +65,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": __version__,
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    # Two fields are named `state`: each choice set keeps its own name.
+    # Choice sets used by several fields, or fields of one name with different choices, each
+    # keep one name of their own.
     "ENUM_NAME_OVERRIDES": {
+        "RankingEnum": "palace.search.query.RANKINGS",
         "StateEnum": "graph.lifecycle.STATES",
         "SourceStateEnum": "sources.shapes.STATES",
     },
@@ -74,6 +76,10 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "memcastle_project.streams.document_event_stream",
         "kernel.rest.declare_parameter_bounds",
+        "palace.openapi.declare_name_rules",
+        "jobs.openapi.declare_job_kinds",
+        # Last: it leaves alone the strings the hooks above gave an enum or a pattern.
+        "kernel.rest.declare_no_nul",
     ],
 }
 

@@ -106,7 +106,9 @@ class DatabaseConsoleView(MemCastleView):
             "DatabaseConsoleOpen",
             {
                 "bind": serializers.CharField(required=False, help_text="an IP address"),
-                "port": serializers.IntegerField(required=False, help_text="0 for any free port"),
+                "port": serializers.IntegerField(
+                    required=False, min_value=0, max_value=65535, help_text="0 for any free port"
+                ),
                 "allow_remote": serializers.BooleanField(required=False),
                 "allowed_origins": serializers.ListField(
                     child=serializers.CharField(), required=False

@@ -200,6 +200,24 @@ REST_CASES: list[tuple[str, str, str, dict[str, Any], int, str, str]] = [
         "`id`",
     ),
     (
+        "a body of JSON null",
+        "POST",
+        "/api/wings",
+        {"content": b"null"},
+        400,
+        "memcastle::input::invalid",
+        "null",
+    ),
+    (
+        "a null channel",
+        "POST",
+        "/api/wings",
+        {"json": {"name": "null-channel", "requested_by": None}},
+        400,
+        "memcastle::input::invalid",
+        "`requested_by`",
+    ),
+    (
         "SurrealQL as a supersede",
         "POST",
         "/api/drawers/x;DELETE drawer/supersede",
@@ -258,6 +276,14 @@ def test_a_huge_limit_is_capped_as_documented(daemon: Daemon) -> None:
 
     assert response.status_code == 200, response.text
     assert len(response.json()["results"]) <= 200
+
+
+def test_a_huge_offset_reads_an_empty_page(daemon: Daemon) -> None:
+    """An offset past any palace's end is an empty page, however many digits it has."""
+    with daemon.client() as client:
+        for path in ("/api/jobs", "/api/wings/hostile/rooms/notes/drawers"):
+            response = client.get(path, params={"offset": "290316796195232858514124701696"})
+            assert response.status_code == 200, response.text
 
 
 def test_names_that_look_like_surrealql_are_only_names(daemon: Daemon) -> None:

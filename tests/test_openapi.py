@@ -4,6 +4,7 @@ where a declaration was wrong or missing, true to what the daemon sends, and fuz
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -14,7 +15,11 @@ from typing import Any
 import httpx
 import pytest
 from drf_spectacular.validation import validate_schema
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from palace.names import PathInvalid, check_wing_name
+from palace.openapi import SEGMENT_NAME, UUID_SHAPED
 from sources.manifest import consent_digest, parse_manifest
 from tests.support.components import manifest, package
 from tests.support.daemon import Daemon
@@ -103,7 +108,7 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path
             # A stream that ends only when the daemon stops.
             "--exclude-path",
             "/api/events",
-            # A package archive: a gzip body schemathesis cannot make (tests/test_source_packages.py).
+            # A package archive: a gzip body, which tests/test_source_packages.py sends.
             "--exclude-path-regex",
             "^/api/source-packages$",
             "--max-examples",
@@ -265,6 +270,70 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "added POST /api/jobs/prune",
         "added JobsPruned",
         "added JobsPruneRequest",
+    ),
+    "Every free-text string of a request says it holds no NUL (which every route refuses), "
+    "a wing's or room's name follows the naming rules, a job's type is one of the kinds": (
+        "changed AliasBodyRequest.alias",
+        "changed AliasBodyRequest.requested_by",
+        "changed DELETE /api/wings/{wing} parameters",
+        "changed DELETE /api/wings/{wing}/rooms/{room} parameters",
+        "changed DELETE /api/wings/{wing}/rooms/{room}/drawers/{drawer} parameters",
+        "changed DiaryBodyRequest.agent_identity",
+        "changed DiaryBodyRequest.content",
+        "changed DiaryBodyRequest.requested_by",
+        "changed DiaryBodyRequest.tags",
+        "changed DiaryBodyRequest.wing",
+        "changed DrawerBodyRequest.content",
+        "changed DrawerBodyRequest.name",
+        "changed DrawerBodyRequest.requested_by",
+        "changed DrawerBodyRequest.tags",
+        "changed DrawerSourceRequest.agent",
+        "changed DrawerSourceRequest.uri",
+        "changed EmbeddingBodyRequest.profile",
+        "changed EmbeddingBodyRequest.requested_by",
+        "changed GET /api/wings/{wing} parameters",
+        "changed GET /api/wings/{wing}/rooms parameters",
+        "changed GET /api/wings/{wing}/rooms/{room} parameters",
+        "changed GET /api/wings/{wing}/rooms/{room}/drawers/{drawer} parameters",
+        "changed JobSubmissionRequest.based_on_job",
+        "changed JobSubmissionRequest.locator",
+        "changed JobSubmissionRequest.options",
+        "changed JobSubmissionRequest.path",
+        "changed JobSubmissionRequest.requested_by",
+        "changed JobSubmissionRequest.scope",
+        "changed JobSubmissionRequest.source",
+        "changed JobSubmissionRequest.type",
+        "changed JobSubmissionRequest.wing",
+        "changed MentionBodyRequest.kind",
+        "changed MentionBodyRequest.name",
+        "changed MentionBodyRequest.requested_by",
+        "changed NamedBodyRequest.description",
+        "changed NamedBodyRequest.name",
+        "changed NamedBodyRequest.requested_by",
+        "changed NoteBodyRequest.content",
+        "changed NoteBodyRequest.requested_by",
+        "changed NoteBodyRequest.room",
+        "changed NoteBodyRequest.tags",
+        "changed NoteBodyRequest.uri",
+        "changed NoteBodyRequest.wing",
+        "changed POST /api/wings/{wing}/rooms parameters",
+        "changed POST /api/wings/{wing}/rooms/{room}/drawers parameters",
+        "changed SearchBodyRequest.profile",
+        "changed SearchBodyRequest.text",
+        "changed SearchFilterRequest.room",
+        "changed SearchFilterRequest.tags",
+        "changed SearchFilterRequest.wing",
+        "changed SupersedeBodyRequest.content",
+        "changed SupersedeBodyRequest.requested_by",
+        "changed SupersedeBodyRequest.tags",
+    ),
+    "Recall's JSON request has a filter without room, which recall refuses": (
+        "added RecallBodyRequest",
+        "added RecallFilterRequest",
+        "changed POST /api/recall requestBody",
+        "added RankingEnum",
+        "changed SearchBodyRequest.ranking",
+        "removed SearchBodyRankingEnum",
     ),
 }
 
@@ -584,3 +653,17 @@ def test_real_answers_are_what_the_document_declares(
     asked = {(method, route) for method, route, _ in answer.checked}
     assert documented - asked == {("POST", "/api/shutdown"), ("GET", "/api/events")}
     assert "Internal Server Error" not in extracting.log()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40) | st.uuids().map(str) | st.uuids().map(lambda u: "{" + u.hex + "}"))
+def test_the_declared_name_rules_are_the_ones_the_palace_enforces(name: str) -> None:
+    """What the document declares of a wing's or room's name (`palace.openapi`) says exactly
+    what `palace.names` refuses, for any text."""
+    declared = re.match(SEGMENT_NAME, name) is not None and not re.match(UUID_SHAPED, name)
+    try:
+        check_wing_name(name)
+        accepted = True
+    except PathInvalid:
+        accepted = False
+    assert declared == accepted, name

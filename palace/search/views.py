@@ -52,38 +52,44 @@ def _flat_parameters(*, recall: bool) -> list[OpenApiParameter]:
     return parameters
 
 
-SEARCH_BODY = inline_serializer(
-    "SearchBody",
-    {
-        "text": serializers.CharField(help_text="the words to search for (or `query`)"),
-        "ranking": serializers.ChoiceField(list(search_query.RANKINGS), required=False),
-        "limit": serializers.IntegerField(required=False),
-        "filter": inline_serializer(
-            "SearchFilter",
-            {
-                "wing": serializers.CharField(required=False),
-                "room": serializers.CharField(required=False),
-                "tags": serializers.ListField(child=serializers.CharField(), required=False),
-                "source_kind": serializers.ChoiceField(
-                    list(search_query.SOURCE_KINDS), required=False
-                ),
-                "temporal": serializers.JSONField(
-                    required=False,
-                    help_text='"current", "all", {"as_of": t} or {"between": {"from": t1, '
-                    '"until": t2}}',
-                ),
-            },
-            required=False,
-        ),
-        "expand": serializers.BooleanField(required=False),
-        "profile": serializers.CharField(required=False),
-        "query_embedding": serializers.ListField(
-            child=serializers.FloatField(),
-            required=False,
-            help_text="a query vector of the profile's dimensions; needs profile",
-        ),
-    },
-)
+def _body(*, recall: bool) -> Any:
+    """The JSON request of search, or of recall, whose filter has no `room`: it searches whole
+    wings, and refuses one."""
+    scope: dict[str, Any] = {"wing": serializers.CharField(required=False)}
+    if not recall:
+        scope["room"] = serializers.CharField(required=False)
+    prefix = "Recall" if recall else "Search"
+    return inline_serializer(
+        f"{prefix}Body",
+        {
+            "text": serializers.CharField(help_text="the words to search for (or `query`)"),
+            "ranking": serializers.ChoiceField(list(search_query.RANKINGS), required=False),
+            "limit": serializers.IntegerField(required=False),
+            "filter": inline_serializer(
+                f"{prefix}Filter",
+                {
+                    **scope,
+                    "tags": serializers.ListField(child=serializers.CharField(), required=False),
+                    "source_kind": serializers.ChoiceField(
+                        list(search_query.SOURCE_KINDS), required=False
+                    ),
+                    "temporal": serializers.JSONField(
+                        required=False,
+                        help_text='"current", "all", {"as_of": t} or {"between": {"from": t1, '
+                        '"until": t2}}',
+                    ),
+                },
+                required=False,
+            ),
+            "expand": serializers.BooleanField(required=False),
+            "profile": serializers.CharField(required=False),
+            "query_embedding": serializers.ListField(
+                child=serializers.FloatField(),
+                required=False,
+                help_text="a query vector of the profile's dimensions; needs profile",
+            ),
+        },
+    )
 
 
 def _options(request: Request) -> dict[str, Any]:
@@ -123,7 +129,7 @@ class SearchView(SearchServiceView):
     @extend_schema(
         summary="Search drawers with a JSON request (a nested filter, your own query vector)",
         parameters=[MODE_PARAMETER],
-        request=SEARCH_BODY,
+        request=_body(recall=False),
         responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:
@@ -142,7 +148,7 @@ class RecallView(SearchServiceView):
     @extend_schema(
         summary="Recall with a JSON request",
         parameters=[MODE_PARAMETER],
-        request=SEARCH_BODY,
+        request=_body(recall=True),
         responses={200: SearchResults, **errors(400, 403, 404)},
     )
     def post(self, request: Request) -> Response:

@@ -1,0 +1,39 @@
+"""What the document says of the palace's names (`palace.names`), so a request the schema
+allows is one the daemon takes: a drf-spectacular post-processing hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from palace.names import MAX_NAME_LENGTH
+
+# A wing's or a room's name: not empty, no whitespace at either end, no control character, no
+# `/` (the pattern); and not shaped like a UUID, anything `uuid.UUID` reads: hyphens anywhere,
+# braces, a `urn:uuid:` prefix (the `not`), so `{wing}` can be a name or a UUID. Written without
+# lookarounds, which JSON Schema's regular expressions need not support.
+FORBIDDEN = r"\x00-\x1f\x7f-\x9f/"
+SEGMENT_NAME = rf"^[^\s{FORBIDDEN}](?:[^{FORBIDDEN}]*[^\s{FORBIDDEN}])?$"
+UUID_SHAPED = r"^(?:urn:)?(?:uuid:)?\{*(?:-*[0-9A-Fa-f]){32}-*\}*$"
+# The request fields that name a wing or a room, by component.
+NAMED = {
+    "NamedBodyRequest": ("name",),
+    "DiaryBodyRequest": ("wing",),
+    "NoteBodyRequest": ("wing", "room"),
+    "JobSubmissionRequest": ("wing",),
+}
+
+
+def declare_name_rules(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    schemas = result.get("components", {}).get("schemas", {})
+    for component, fields in NAMED.items():
+        properties = schemas.get(component, {}).get("properties", {})
+        for field in fields:
+            if field in properties:
+                properties[field].update(
+                    pattern=SEGMENT_NAME,
+                    maxLength=MAX_NAME_LENGTH,
+                    **{"not": {"pattern": UUID_SHAPED}},
+                )
+    return result
