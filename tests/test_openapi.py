@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from drf_spectacular.validation import validate_schema
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from palace.names import PathInvalid, check_wing_name
@@ -656,11 +656,14 @@ def test_real_answers_are_what_the_document_declares(
 
 
 @settings(max_examples=500, deadline=None)
+@example("0\n")
 @given(st.text(max_size=40) | st.uuids().map(str) | st.uuids().map(lambda u: "{" + u.hex + "}"))
 def test_the_declared_name_rules_are_the_ones_the_palace_enforces(name: str) -> None:
     """What the document declares of a wing's or room's name (`palace.openapi`) says exactly
-    what `palace.names` refuses, for any text."""
-    declared = re.match(SEGMENT_NAME, name) is not None and not re.match(UUID_SHAPED, name)
+    what `palace.names` refuses, for any text. A JSON Schema pattern is an ECMA-262 regular
+    expression, whose `$` is the end of the text (Python's also matches before a last newline):
+    `fullmatch` reads it so."""
+    declared = re.fullmatch(SEGMENT_NAME, name) is not None and not re.fullmatch(UUID_SHAPED, name)
     try:
         check_wing_name(name)
         accepted = True
