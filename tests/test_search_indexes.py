@@ -223,6 +223,7 @@ def test_a_record_the_indexes_cannot_take_is_passed_over_not_fatal(
     assert palace.ids(q="postgres") == [later["id"]]
     assert "passed over a change" in caplog.text
     assert palace.ids(q="postgres") == [later["id"]], "and the next search, too"
+    assert palace.indexes.status()["skipped"] == 1, "the status report counts it"
 
 
 def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(

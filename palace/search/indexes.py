@@ -130,6 +130,8 @@ class SearchIndexes:
         self._rebuilt = 0
         self._to_rebuild = 0
         self._changes_read = 0
+        # Changes passed over because the indexes could not apply them (`_apply_or_skip`).
+        self._skipped = 0
 
     # Opening -----------------------------------------------------------------------------
 
@@ -324,6 +326,7 @@ class SearchIndexes:
         try:
             self._apply(versionstamp, table, action, record)
         except Exception:
+            self._skipped += 1
             logger.exception(
                 "the search indexes passed over a change they could not apply "
                 "(versionstamp %d, %s %s of %s): it is not searchable until the indexes are "
@@ -457,6 +460,7 @@ class SearchIndexes:
                 "drawers": self.catalog.live,
                 "vectors": {name: len(index) for name, index in self.vectors.items()},
                 "watermark": min(self.lexical_mark, self.snapshot_mark),
+                "skipped": self._skipped,
             }
 
 

@@ -48,3 +48,8 @@ class SearchIndexStatus(Shape):
     watermark = serializers.IntegerField(
         required=False, help_text="ready: the change the indexes have read up to"
     )
+    skipped = serializers.IntegerField(
+        required=False,
+        help_text="ready: changes passed over since the daemon started, each logged (its "
+        "record is not searchable until the indexes are rebuilt)",
+    )
