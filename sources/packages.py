@@ -282,19 +282,15 @@ class SourcePackages:
                 self._replace(staging, self.config.sources_dir / manifest.name)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
-            now = utc_now()
-            state = previous.state if previous is not None else "installed"
-            self._repository.put(
-                {
-                    "name": manifest.name,
-                    "state": "enabled" if enable else state,
-                    "origin": "package",
-                    "digest": digest,
-                    "manifest": package.manifest_text,
-                    "consent": agreed,
-                    "installed_at": previous.installed_at if previous is not None else now,
-                    "updated_at": now,
-                }
+            kept = None if previous is None else (previous.state, previous.installed_at)
+            self._record(
+                manifest.name,
+                "package",
+                digest,
+                package.manifest_text,
+                consent=agreed,
+                kept=kept,
+                enable=enable,
             )
         return {"source": self._describe(self._require(manifest.name)), "replaced": bool(previous)}
 
@@ -398,16 +394,33 @@ class SourcePackages:
             or (previous["digest"] == digest and previous["manifest"] == text)
         ):
             return
+        kept = None if previous is None else (previous["state"], previous["installed_at"])
+        self._record(directory.name, "bundled", digest, text, consent=None, kept=kept)
+
+    def _record(
+        self,
+        name: str,
+        origin: str,
+        digest: str,
+        manifest_text: str,
+        *,
+        consent: str | None,
+        kept: tuple[str, Any] | None,
+        enable: bool = False,
+    ) -> None:
+        """Write a source's row: a new one is `installed` (or enabled), a replaced one keeps
+        its state and the time it was first installed (`kept`)."""
         now = utc_now()
+        state, installed_at = kept if kept is not None else ("installed", now)
         self._repository.put(
             {
-                "name": directory.name,
-                "state": previous["state"] if previous is not None else "installed",
-                "origin": "bundled",
+                "name": name,
+                "state": "enabled" if enable else state,
+                "origin": origin,
                 "digest": digest,
-                "manifest": text,
-                "consent": None,
-                "installed_at": previous["installed_at"] if previous is not None else now,
+                "manifest": manifest_text,
+                "consent": consent,
+                "installed_at": installed_at,
                 "updated_at": now,
             }
         )

@@ -44,17 +44,21 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     running.stop()
 
 
+def install_probe(client: httpx.Client, *, enable: bool = True) -> dict[str, Any]:
+    """The probe source installed with consent (and enabled)."""
+    params = {"consent": PROBE_DIGEST, **({"enable": "true"} if enable else {})}
+    response = client.post(
+        "/api/source-packages", content=package("probe"), headers=GZIP, params=params
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 @pytest.fixture(scope="module")
 def installed(daemon: Daemon) -> str:
     """The probe source installed with consent and enabled, once for the module."""
     with daemon.client() as client:
-        response = client.post(
-            "/api/source-packages",
-            content=package("probe"),
-            headers=GZIP,
-            params={"consent": PROBE_DIGEST, "enable": "true"},
-        )
-        assert response.status_code == 200, response.text
+        install_probe(client)
     return "probe"
 
 
@@ -333,13 +337,7 @@ def test_an_altered_component_makes_the_source_unavailable(
     running = Daemon(tmp_path).start()
     try:
         with running.client() as client:
-            installed = client.post(
-                "/api/source-packages",
-                content=package("probe"),
-                headers=GZIP,
-                params={"consent": PROBE_DIGEST, "enable": "true"},
-            )
-            assert installed.status_code == 200, installed.text
+            install_probe(client)
             component = tmp_path / "sources" / "probe" / "source.wasm"
             original = component.read_bytes()
             component.unlink()
@@ -373,12 +371,7 @@ def test_disable_is_idempotent_a_disabled_source_is_refused_and_remove_keeps_dra
     running = Daemon(tmp_path).start()
     try:
         with running.client() as client:
-            client.post(
-                "/api/source-packages",
-                content=package("probe"),
-                headers=GZIP,
-                params={"consent": PROBE_DIGEST},
-            )
+            install_probe(client, enable=False)
             place = notes(tmp_path / "n", count=2)
             assert_error(
                 client.post(
@@ -418,13 +411,7 @@ def test_a_component_is_compiled_once_and_the_next_start_reads_the_compiled_form
     first = Daemon(tmp_path / "first", env=env).start()
     try:
         with first.client() as client:
-            installed = client.post(
-                "/api/source-packages",
-                content=package("probe"),
-                headers=GZIP,
-                params={"consent": PROBE_DIGEST, "enable": "true"},
-            )
-            assert installed.status_code == 200, installed.text
+            install_probe(client)
     finally:
         first.stop()
     assert first.log().count(compiling) == 1
