@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from palace.revisions import RevisionService
     from palace.search.service import SearchService
     from sources.configured import ConfiguredSection
+    from sources.miner_service import MinerService
 
 # Where a session keeps its mode (see `server.session_state`).
 MODE_KEY = "memcastle.mode"
@@ -51,7 +52,7 @@ class ToolServices(Protocol):
     @property
     def jobs(self) -> JobService: ...
     @property
-    def miners(self) -> ConfiguredSection: ...
+    def miners(self) -> MinerService: ...
     @property
     def triggers(self) -> ConfiguredSection: ...
 

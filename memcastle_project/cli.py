@@ -669,9 +669,10 @@ class DaemonClient:
         params: Mapping[str, Any] | None = None,
         body: Mapping[str, Any] | None = None,
     ) -> Any:
-        """One request and its JSON answer. A POST always says it came from the CLI; a refusal
-        raises `RemoteRejected`, no answer `NotRunning`, a broken one `RequestFailed`."""
-        payload = {**(body or {}), "requested_by": REQUESTED_BY} if method == "POST" else None
+        """One request and its JSON answer. A POST or a PUT always says it came from the CLI; a
+        refusal raises `RemoteRejected`, no answer `NotRunning`, a broken one `RequestFailed`."""
+        with_body = method in ("POST", "PUT")
+        payload = {**(body or {}), "requested_by": REQUESTED_BY} if with_body else None
         query: dict[str, Any] = {
             key: _param(value) for key, value in (params or {}).items() if value is not None
         }

@@ -23,7 +23,7 @@ from graph.repositories.reads import GraphReadRepository
 from jobs.executor import Executor
 from jobs.repository import JobRepository
 from jobs.services import JobService
-from kernel.config import Config
+from kernel.config import Config, default_config_file
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
@@ -47,6 +47,7 @@ from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from sources.components import ComponentRuntime
 from sources.configured import ConfiguredSection
+from sources.miner_service import MinerService
 from sources.packages import SourcePackages, compiled_cache_dir
 from sources.repository import PackageRepository, SourceRepository
 from sources.services import SourceService
@@ -86,7 +87,7 @@ class Services:
     graph_reads: GraphReads
     sources: SourceService
     maintenance: Maintenance
-    miners: ConfiguredSection
+    miners: MinerService
     triggers: ConfiguredSection
     system: SystemService
     console: DatabaseConsole
@@ -111,6 +112,9 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         config.palace_path / "search",
         {name: profile.dimensions for name, profile in embeddings.profiles.items()},
     )
+    packages = SourcePackages(
+        config.mining, PackageRepository(store), ComponentRuntime(compiled_cache_dir(os.environ))
+    )
     tokens = TokenService(
         TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
     )
@@ -132,17 +136,11 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         facts=FactService(FactRepository(store), entities, events),
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
         graph_reads=graph_reads,
-        sources=SourceService(
-            SourceRepository(store),
-            SourcePackages(
-                config.mining,
-                PackageRepository(store),
-                ComponentRuntime(compiled_cache_dir(os.environ)),
-            ),
-        ),
+        sources=SourceService(SourceRepository(store), packages),
         maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
-        # The miners and triggers configuration sections are not read yet: none are set.
-        miners=ConfiguredSection("miner"),
+        # The daemon writes its miners to the file it was started with, or creates the default.
+        miners=MinerService(config.config_file or default_config_file(os.environ), packages, jobs),
+        # The triggers configuration section is not read yet: none are set.
         triggers=ConfiguredSection("trigger"),
         system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
         console=DatabaseConsole(config, store, tokens, daemon_port=_port(bind_addr, config)),

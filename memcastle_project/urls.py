@@ -18,6 +18,7 @@ from memcastle_project import streams, views
 from palace import views as palace
 from palace.embeddings import views as embeddings
 from palace.search import views as search
+from sources import miner_views as miners
 from sources import views as sources
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
     journal = {"journal": services.journal}
     packages = {"packages": services.sources.packages}
     job_service = {"jobs": services.jobs}
+    miner_service = {"miners": services.miners}
     return [
         path("api/health", views.HealthView.as_view()),
         path("api/status", views.StatusView.as_view(system=services.system)),
@@ -128,6 +130,12 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
             "api/source-packages/<str:name>/disable",
             sources.SourceDisableView.as_view(**packages),
         ),
+        path("api/miners", miners.MinersView.as_view(**miner_service)),
+        path("api/miners/reload", miners.MinersReloadView.as_view(**miner_service)),
+        path("api/miners/<str:name>", miners.MinerView.as_view(**miner_service)),
+        path("api/miners/<str:name>/enable", miners.MinerEnableView.as_view(**miner_service)),
+        path("api/miners/<str:name>/disable", miners.MinerDisableView.as_view(**miner_service)),
+        path("api/miners/<str:name>/run", miners.MinerRunView.as_view(**miner_service)),
         path(
             "api/events",
             streams.event_stream(services.events, services.config.events_keepalive_secs),

@@ -327,6 +327,26 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed SupersedeBodyRequest.requested_by",
         "changed SupersedeBodyRequest.tags",
     ),
+    "Miners are managed through /api/miners (api.md Miners)": (
+        "added GET /api/miners",
+        "added POST /api/miners",
+        "added POST /api/miners/reload",
+        "added GET /api/miners/{name}",
+        "added PUT /api/miners/{name}",
+        "added DELETE /api/miners/{name}",
+        "added POST /api/miners/{name}/enable",
+        "added POST /api/miners/{name}/disable",
+        "added POST /api/miners/{name}/run",
+        "added Miner",
+        "added MinerCredential",
+        "added MinerCredentialKindEnum",
+        "added MinerList",
+        "added MinerRemoved",
+        "added MinersReloaded",
+        "added MinerDefinitionRequest",
+        "added MinerChangeRequest",
+        "added MinerRunRequest",
+    ),
     "Recall's JSON request has a filter without room, which recall refuses": (
         "added RecallBodyRequest",
         "added RecallFilterRequest",
@@ -632,6 +652,19 @@ def test_real_answers_are_what_the_document_declares(
         answer("POST", "/api/source-packages/{name}/disable", **probe)
         answer("POST", "/api/source-packages/{name}/enable", 404, name="nothing")
         answer("DELETE", "/api/source-packages/{name}", **probe)
+
+        # A miner created, listed, shown, changed, disabled, enabled, run, reloaded, removed.
+        miner = {"name": "openapi"}
+        place = {"source": "directory", "locator": str(tmp_path), "wing": "miners-openapi"}
+        answer("POST", "/api/miners", 201, json={**miner, **place})
+        answer("GET", "/api/miners")
+        answer("GET", "/api/miners/{name}", **miner)
+        answer("PUT", "/api/miners/{name}", json={"scope": {"since": "2026-01"}}, **miner)
+        answer("POST", "/api/miners/{name}/disable", **miner)
+        answer("POST", "/api/miners/{name}/enable", **miner)
+        answer.job(answer("POST", "/api/miners/{name}/run", 201, **miner)["id"])
+        answer("POST", "/api/miners/reload")
+        answer("DELETE", "/api/miners/{name}", **miner)
 
         answer("POST", "/api/jobs/prune", json={"older_than_days": 365})
         demo = {"type": "demo", "steps": 50, "step_ms": 100}

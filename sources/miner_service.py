@@ -1,0 +1,401 @@
+"""The miners of one daemon, served to REST, the CLI and MCP: list and show them (reads), create,
+change, enable, disable, remove and reload them (not gated by the memory mode: they say what the
+daemon is configured to do), and run one (a write: it submits a mine job).
+
+The set is the one the configuration file holds (`sources.miner_file`), read again whenever the
+file's signature changed; a file that no longer reads keeps the last good set and refuses writes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernel.context import RequestContext
+from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError
+from kernel.validation import body_object
+from sources.miner_file import MinersFile, Planned
+from sources.miners import (
+    DIRECTORY,
+    PATCH_KEYS,
+    RUN_KEYS,
+    ConfigFileRefused,
+    CredentialRequired,
+    DefinitionError,
+    FileInvalid,
+    Miner,
+    MinerDisabled,
+    MinerInvalid,
+    MinerNotFound,
+    NotRunnable,
+    ScopeBroadened,
+    Value,
+    broadening,
+    flatten,
+    parse_miner,
+    parse_options,
+)
+
+if TYPE_CHECKING:
+    from jobs.services import JobService
+    from sources.packages import SourcePackages
+
+logger = logging.getLogger(__name__)
+
+
+class MinerService:
+    """The miners of one daemon, as its configuration file holds them.
+
+    Every request first looks at the file's signature, so a hand edit is picked up on the next
+    one. Listing and showing are reads of memory (what a palace mines says what it holds),
+    running is a write; the rest manage configuration and are not gated by the memory mode."""
+
+    def __init__(
+        self,
+        path: Path,
+        packages: SourcePackages,
+        jobs: JobService,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._file = MinersFile(path)
+        self._packages = packages
+        self._jobs = jobs
+        self._environ = os.environ if environ is None else environ
+        self._lock = threading.RLock()
+        signature = self._file.signature()
+        try:
+            text = self._file.read()
+            miners = self._file.parse(text)
+        except FileInvalid as exc:
+            raise ConfigInvalid(
+                str(exc),
+                help="fix the [[miners]] section of the configuration file and start again",
+            ) from None
+        self._text, self._signature, self._miners = text, signature, miners
+        # The set as of start-up or the last reload or write, which `reload` reports against.
+        self._reported = builtins.list(miners)
+        # Why the file on disk cannot be used, while it cannot: writes are refused meanwhile.
+        self._error: str | None = None
+
+    # Reading.
+
+    def list(self, ctx: RequestContext) -> dict[str, Any]:
+        ctx.require_read("miner_list")
+        with self._lock:
+            self._refresh()
+            miners = sorted(self._miners, key=lambda miner: miner.name)
+        return {"miners": [miner.shown(self._environ) for miner in miners]}
+
+    def get(self, ctx: RequestContext, name: object) -> dict[str, Any]:
+        ctx.require_read("miner_get")
+        with self._lock:
+            self._refresh()
+            return self._find(name).shown(self._environ)
+
+    # Changing the file.
+
+    def create(self, data: object) -> dict[str, Any]:
+        definition = _without_channel(body_object(data))
+        miner = _definition(definition)
+        with self._lock:
+            self._writable()
+            if any(other.name == miner.name for other in self._miners):
+                raise MinerInvalid(
+                    f"`name` {miner.name!r} is taken by another miner",
+                    help="choose another name, or change that miner with PUT "
+                    f"/api/miners/{miner.name} (`memcastle miner set`)",
+                )
+            if miner.enabled:
+                self._check_usable(miner)
+            plan = [*self._kept(), Planned(miner)]
+            self._write(plan)
+        return miner.shown(self._environ)
+
+    def change(self, name: str, data: object) -> dict[str, Any]:
+        """Apply a JSON merge patch to a miner: a key replaces its value, null removes it, and
+        `scope` and `config` merge key by key. A change that may broaden what the miner reads
+        needs `allow_broaden`."""
+        patch = _without_channel(body_object(data))
+        for key in patch:
+            if key not in PATCH_KEYS:
+                raise InputInvalid(
+                    key, f"is not a field of a miner change (known: {', '.join(PATCH_KEYS)})"
+                )
+        allow = _flag(patch, "allow_broaden")
+        with self._lock:
+            self._writable()
+            index, old = self._indexed(name)
+            new = _definition(_merged(old.definition(), patch))
+            if new.name != old.name and any(other.name == new.name for other in self._miners):
+                raise MinerInvalid(f"`name` {new.name!r} is taken by another miner")
+            if new.enabled:
+                self._check_usable(new)
+            reasons = broadening(old, new, self._breadths(new.source))
+            if reasons and not allow:
+                raise ScopeBroadened(
+                    f"the change to miner {old.name} may broaden what it reads "
+                    f"({', '.join(reasons)}); nothing was written"
+                )
+            self._write(self._replacing(index, new))
+        return new.shown(self._environ)
+
+    def enable(self, name: str) -> dict[str, Any]:
+        return self._switch(name, enabled=True)
+
+    def disable(self, name: str) -> dict[str, Any]:
+        return self._switch(name, enabled=False)
+
+    def _switch(self, name: str, *, enabled: bool) -> dict[str, Any]:
+        with self._lock:
+            self._writable()
+            index, miner = self._indexed(name)
+            if miner.enabled != enabled:
+                miner = replace(miner, enabled=enabled)
+                if enabled:
+                    self._check_usable(miner)
+                self._write(self._replacing(index, miner))
+        return miner.shown(self._environ)
+
+    def remove(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            self._writable()
+            index, miner = self._indexed(name)
+            self._write([planned for planned in self._kept() if planned.origin != index])
+        return {"removed": miner.name}
+
+    def reload(self) -> dict[str, Any]:
+        """Read the file now and report what changed since start-up or the last reload or
+        write: added, removed, changed, enabled, disabled and broadened miners."""
+        with self._lock:
+            self._refresh(force=True)
+            if self._error is not None:
+                raise ConfigFileRefused(f"{self._error}; the last good miners are kept")
+            report = self._report(self._reported, self._miners)
+            self._reported = builtins.list(self._miners)
+        return report
+
+    # Running.
+
+    def run(self, ctx: RequestContext, name: str, data: object) -> dict[str, Any]:
+        """Submit a mine job of the miner: its scope and config (and the run's own `options`
+        over them) as the job's options. A write, because the job files drawers."""
+        ctx.require_write("miner_run")
+        body = _without_channel(body_object(data))
+        for key in body:
+            if key not in RUN_KEYS:
+                raise InputInvalid(
+                    key, f"is not a field of a miner run (known: {', '.join(RUN_KEYS)})"
+                )
+        extra = _run_options(body.get("options"))
+        with self._lock:
+            self._refresh()
+            miner = self._find(name)
+        if not miner.enabled:
+            raise MinerDisabled(f"miner {miner.name} is disabled")
+        if self._adapter_options(miner.source) is None:
+            raise NotRunnable(
+                f"miner {miner.name} names the {miner.source} source, which is not installed"
+            )
+        options = flatten(miner, extra)
+        self._check_declared(miner, options)
+        reasons = broadening(
+            miner, replace(miner, scope={**miner.scope, **extra}), self._breadths(miner.source)
+        )
+        if reasons and not _flag(body, "allow_broaden"):
+            raise ScopeBroadened(
+                f"the run's options may broaden what miner {miner.name} reads "
+                f"({', '.join(reasons)})"
+            )
+        self._check_credential(miner)
+        job: dict[str, Any] = {"type": "mine", "source": miner.source, "locator": miner.locator}
+        job.update(options=options or None, wing=miner.wing, full=_flag(body, "full"))
+        return self._jobs.submit(ctx, {k: v for k, v in job.items() if v is not None})
+
+    # The file's state.
+
+    def _refresh(self, *, force: bool = False) -> None:
+        """Pick up a hand edit: a file whose signature changed is read again. One that no
+        longer parses keeps the last good set and makes writes refused until it is fixed."""
+        signature = self._file.signature()
+        if signature == self._signature and not force:
+            return
+        try:
+            text = self._file.read()
+            miners = self._file.parse(text)
+        except FileInvalid as exc:
+            if str(exc) != self._error:
+                logger.error(
+                    "the miners configuration is invalid; the last good set is kept: %s", exc
+                )
+            self._signature, self._error = signature, str(exc)
+            return
+        report = self._report(self._miners, miners)
+        if any(report.values()):
+            logger.info("picked up an edit of the miners configuration: %s", report)
+        if report["broadened"]:
+            logger.warning("a hand edit broadened miners: %s", ", ".join(report["broadened"]))
+        self._text, self._signature, self._miners, self._error = text, signature, miners, None
+
+    def _writable(self) -> None:
+        self._refresh()
+        if self._error is not None:
+            raise ConfigFileRefused(f"{self._error}; nothing was written")
+
+    def _write(self, plan: Sequence[Planned]) -> None:
+        text = self._file.rewrite(self._text, self._miners, plan)
+        written = [planned.miner for planned in plan]
+        # The rewrite must mean exactly what was asked, or nothing is written.
+        if self._file.parse(text) != written:
+            raise MemCastleError(
+                f"rewriting the [[miners]] section of {self._file.path} did not give the miners "
+                "asked for; nothing was written"
+            )
+        self._signature = self._file.replace(text, self._signature)
+        self._text, self._miners = text, written
+        self._reported = builtins.list(written)
+
+    def _kept(self) -> builtins.list[Planned]:
+        return [Planned(miner, index) for index, miner in enumerate(self._miners)]
+
+    def _replacing(self, index: int, miner: Miner) -> builtins.list[Planned]:
+        plan = self._kept()
+        plan[index] = Planned(miner, index)
+        return plan
+
+    def _find(self, name: object) -> Miner:
+        return self._indexed(name)[1]
+
+    def _indexed(self, name: object) -> tuple[int, Miner]:
+        for index, miner in enumerate(self._miners):
+            if miner.name == name:
+                return index, miner
+        raise MinerNotFound(f"no miner is named {name!r}")
+
+    def _report(self, before: Sequence[Miner], after: Sequence[Miner]) -> dict[str, Any]:
+        old = {miner.name: miner for miner in before}
+        new = {miner.name: miner for miner in after}
+        both = [name for name in new if name in old and old[name] != new[name]]
+        return {
+            "added": sorted(set(new) - set(old)),
+            "removed": sorted(set(old) - set(new)),
+            "changed": sorted(both),
+            "enabled": sorted(n for n in both if new[n].enabled and not old[n].enabled),
+            "disabled": sorted(n for n in both if old[n].enabled and not new[n].enabled),
+            "broadened": sorted(
+                n for n in both if broadening(old[n], new[n], self._breadths(new[n].source))
+            ),
+        }
+
+    # What an enabled miner needs.
+
+    def _adapter_options(self, source: str) -> builtins.list[dict[str, Any]] | None:
+        """The options a source declares, or None when there is no such source."""
+        for adapter in self._packages.adapters():
+            if adapter["name"] == source:
+                return builtins.list(adapter.get("options", []))
+        return None
+
+    def _breadths(self, source: str) -> dict[str, str | None]:
+        options = self._adapter_options(source) or []
+        return {option["name"]: option.get("breadth") for option in options}
+
+    def _check_usable(self, miner: Miner) -> None:
+        """An enabled miner's source can run, its credential resolves, its options are ones
+        the source declares, and a directory's locator is absolute."""
+        if miner.source not in self._packages.builtin_names():
+            installed = self._packages.find(miner.source)
+            if installed is None:
+                raise MinerInvalid(f"`source` names no installed source {miner.source!r}")
+            if not installed.usable:
+                raise MinerInvalid(
+                    f"`source` {miner.source} is {installed.shown_state()}, not enabled",
+                    help="enable the source first, or save the miner disabled (enabled = false)",
+                )
+        credential = miner.credential
+        if credential is not None and credential.kind == "oauth":
+            if not self._signs_in(miner.source):
+                raise MinerInvalid(f"`credential` is oauth, but {miner.source} declares no sign-in")
+        elif credential is not None and not credential.available(self._environ):
+            where = "variable is not set" if credential.kind == "env" else "file cannot be read"
+            raise MinerInvalid(
+                f"`credential` does not resolve: its {where} in the daemon's environment",
+                help="set it up where the daemon runs, or save the miner disabled",
+            )
+        try:
+            self._check_declared(miner, {**miner.scope, **miner.config})
+        except NotRunnable as exc:
+            raise MinerInvalid(exc.message) from None
+        if miner.source == DIRECTORY and not (miner.locator and os.path.isabs(miner.locator)):
+            raise MinerInvalid("`locator` of a directory miner must be an absolute path")
+
+    def _signs_in(self, source: str) -> bool:
+        installed = self._packages.find(source)
+        manifest = installed.manifest if installed is not None else None
+        return manifest is not None and manifest.permissions.oauth is not None
+
+    def _check_declared(self, miner: Miner, options: Mapping[str, object]) -> None:
+        declared = [option["name"] for option in self._adapter_options(miner.source) or []]
+        for key in sorted(options):
+            if key not in declared:
+                raise NotRunnable(
+                    f"`{key}` is not an option of the {miner.source} source (it accepts: "
+                    f"{', '.join(declared) or 'none'})"
+                )
+
+    def _check_credential(self, miner: Miner) -> None:
+        credential = miner.credential
+        if credential is None or credential.available(self._environ):
+            return
+        if credential.kind == "oauth":
+            raise CredentialRequired(f"the {miner.source} source is not signed in")
+        raise NotRunnable(
+            f"the {credential.kind} credential of miner {miner.name} does not resolve"
+        )
+
+
+def _without_channel(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body without `requested_by`, which every POST of the CLI carries."""
+    return {key: value for key, value in body.items() if key != "requested_by"}
+
+
+def _definition(raw: Mapping[str, Any]) -> Miner:
+    try:
+        return parse_miner(raw)
+    except DefinitionError as exc:
+        raise MinerInvalid(str(exc)) from None
+
+
+def _merged(definition: dict[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(definition)
+    for key, value in patch.items():
+        if key == "allow_broaden":
+            continue
+        if key in ("scope", "config") and isinstance(value, Mapping):
+            options = {**merged.get(key, {}), **value}
+            merged[key] = {name: item for name, item in options.items() if item is not None}
+        elif value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _flag(body: Mapping[str, Any], key: str) -> bool:
+    value = body.get(key, False)
+    if not isinstance(value, bool):
+        raise InputInvalid(key, "must be true or false")
+    return value
+
+
+def _run_options(raw: object) -> dict[str, Value]:
+    try:
+        return parse_options(raw, "options", nested=False)
+    except DefinitionError as exc:
+        raise InputInvalid(exc.key, str(exc).removeprefix(f"`{exc.key}` ")) from None
