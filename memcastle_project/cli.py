@@ -673,13 +673,26 @@ class DaemonClient:
         refusal raises `RemoteRejected`, no answer `NotRunning`, a broken one `RequestFailed`."""
         with_body = method in ("POST", "PUT")
         payload = {**(body or {}), "requested_by": REQUESTED_BY} if with_body else None
+        return self._send(method, path, params, json=payload)
+
+    def upload(
+        self, path: str, data: bytes, content_type: str, *, params: Mapping[str, Any]
+    ) -> Any:
+        """A POST whose body is a file (a source package), not JSON."""
+        return self._send(
+            "POST", path, params, content=data, headers={"Content-Type": content_type}
+        )
+
+    def _send(
+        self, method: str, path: str, params: Mapping[str, Any] | None, **request: Any
+    ) -> Any:
         query: dict[str, Any] = {
             key: _param(value) for key, value in (params or {}).items() if value is not None
         }
         if self.verbose >= 2:
             sys.stderr.write(f"{method} {self.endpoint.url}{path} {query or ''}\n")
         try:
-            response = self.http.request(method, path, params=query, json=payload)
+            response = self.http.request(method, path, params=query, **request)
         except httpx.ConnectError as exc:
             raise NotRunning(self.endpoint) from exc
         except httpx.HTTPError as exc:

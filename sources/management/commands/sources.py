@@ -8,19 +8,20 @@ from memcastle_project.cli import DaemonCommand, Output, table
 
 
 class Command(DaemonCommand):
-    help = "List the mining sources (adapters) and the places mined so far."
+    help = "List the mining sources (adapters) and the places mined so far (= source list)."
 
     def run(self, options: dict[str, Any]) -> None:
-        self.out.show(self.daemon.call("GET", "/api/sources"), _render)
+        self.out.show(self.daemon.call("GET", "/api/sources"), render_sources)
 
 
-def _render(out: Output, answer: dict[str, Any]) -> str:
+def render_sources(out: Output, answer: dict[str, Any]) -> str:
     adapters = table(
-        ["SOURCE", "ORIGIN", "OPTIONS", "DESCRIPTION"],
+        ["SOURCE", "ORIGIN", "STATE", "OPTIONS", "DESCRIPTION"],
         [
             [
                 adapter["name"],
                 adapter.get("origin", ""),
+                adapter.get("state", ""),
                 ", ".join(option["name"] for option in adapter.get("options", [])),
                 adapter.get("description", ""),
             ]

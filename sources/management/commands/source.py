@@ -1,0 +1,174 @@
+"""`memcastle source ...`: the daemon's mining sources: list and show them (reads), install a
+package or a source project, update one, enable, disable and remove one.
+
+Installing a package that asks for permissions needs consent to exactly those (cli.md): on a
+terminal the command shows what the source asks for and asks; without one it is refused with
+`memcastle::source::consent_required` unless `--yes` (agree to what the package asks, its digest
+computed here) or `--consent DIGEST` (agree to exactly that digest). An update that asks for no
+more than the installed version needs no new consent.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandParser
+
+from kernel.errors import InputInvalid
+from memcastle_project.cli import (
+    DaemonCommand,
+    Output,
+    RemoteRejected,
+    card,
+    confirm,
+    is_terminal,
+)
+from sources.archive import read_package, write_package
+from sources.building import APP_MODULE, build_component
+from sources.management.commands.sources import render_sources
+from sources.manifest import MANIFEST_FILE, Manifest, consent_digest, parse_manifest
+
+GZIP = "application/gzip"
+CONSENT_REQUIRED = "memcastle::source::consent_required"
+
+
+class Command(DaemonCommand):
+    help = "List, show, install, update, enable, disable or remove the daemon's mining sources."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = self.subcommands(parser)
+        actions.add("list", "the sources this daemon has, and the places mined")
+        show = actions.add("show", "a source: its state, options and permissions")
+        show.add_argument("name", metavar="NAME")
+        install = actions.add(
+            "install", "install a package (.tar.gz) or a source project (a directory)"
+        )
+        install.add_argument("place", metavar="FILE|DIR")
+        install.add_argument("--enable", action="store_true", help="enable it once installed")
+        agreed = install.add_mutually_exclusive_group()
+        agreed.add_argument(
+            "-y", "--yes", action="store_true", help="agree to the permissions it asks for"
+        )
+        agreed.add_argument("--consent", metavar="DIGEST", help="agree to exactly this digest")
+        update = actions.add(
+            "update", "replace an installed source with a package (.tar.gz) or a source project"
+        )
+        update.add_argument("place", metavar="FILE|DIR")
+        update.add_argument(
+            "-y", "--yes", action="store_true", help="agree to wider permissions it asks for"
+        )
+        for name, help in (
+            ("enable", "allow a source to be mined (for a bundled one, the consent)"),
+            ("disable", "stop a source from being mined"),
+        ):
+            actions.add(name, help).add_argument("name", metavar="NAME")
+        remove = actions.add("remove", "remove an installed source; what it mined stays")
+        remove.add_argument("name", metavar="NAME")
+        remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
+
+    def run(self, options: dict[str, Any]) -> None:
+        action = options["action"]
+        if action == "list":
+            self.out.show(self.daemon.call("GET", "/api/sources"), render_sources)
+        elif action == "show":
+            self.out.show(self.daemon.call("GET", _path(options["name"])), source_card)
+        elif action in ("install", "update"):
+            self._install(options, update=action == "update")
+        elif action == "remove":
+            confirm(f"Remove source {options['name']}?", yes=options["yes"])
+            self.out.show(self.daemon.call("DELETE", _path(options["name"])), _removed)
+        else:
+            answer = self.daemon.call("POST", _path(options["name"], action))
+            self.out.show(answer, source_card)
+
+    def _install(self, options: dict[str, Any], *, update: bool) -> None:
+        data = package_of(Path(options["place"]).expanduser())
+        manifest = parse_manifest(read_package(data).manifest_text)
+        if update:
+            self.daemon.call("GET", _path(manifest.name))
+        digest = consent_digest(manifest.name, manifest.permissions)
+        consent = options.get("consent") or (digest if options["yes"] else None)
+        params = {"consent": consent, "enable": "true" if options.get("enable") else None}
+        try:
+            answer = self.daemon.upload("/api/source-packages", data, GZIP, params=params)
+        except RemoteRejected as refused:
+            if refused.remote_code != CONSENT_REQUIRED or consent is not None:
+                raise
+            self._ask_consent(manifest, refused)
+            params["consent"] = digest
+            answer = self.daemon.upload("/api/source-packages", data, GZIP, params=params)
+        self.out.show(answer, _installed)
+
+    def _ask_consent(self, manifest: Manifest, refused: RemoteRejected) -> None:
+        """On a terminal, show what the source asks for and ask; without one, the refusal
+        stands (`--yes` or `--consent` agree without asking)."""
+        if not (is_terminal(sys.stdin) and is_terminal(sys.stderr)):
+            raise refused
+        permissions = manifest.permissions.normalized()
+        sys.stderr.write(f"The {manifest.name} source {manifest.version} asks for:\n")
+        for line in permission_lines(permissions):
+            sys.stderr.write(f"  {line}\n")
+        confirm("Agree and install it?", yes=False)
+
+
+def _path(name: str, action: str | None = None) -> str:
+    return f"/api/source-packages/{name}" + (f"/{action}" if action else "")
+
+
+def package_of(place: Path) -> bytes:
+    """The package to send: a `.tar.gz` as it is, or a source project built and packed here."""
+    if place.is_file():
+        return place.read_bytes()
+    if (place / MANIFEST_FILE).is_file() and (place / f"{APP_MODULE}.py").is_file():
+        with tempfile.TemporaryDirectory(prefix="memcastle-source-") as scratch:
+            component = Path(scratch) / "source.wasm"
+            build_component([place], component)
+            return write_package(
+                (place / MANIFEST_FILE).read_text(encoding="utf-8"), component.read_bytes()
+            )
+    raise InputInvalid(
+        "FILE|DIR",
+        f"{str(place)!r} is neither a package file nor a source project (a directory with "
+        f"{MANIFEST_FILE} and {APP_MODULE}.py)",
+    )
+
+
+def permission_lines(permissions: dict[str, Any]) -> list[str]:
+    lines = [f"read {path}" for path in permissions.get("filesystem", {}).get("read", [])]
+    lines += [f"run {program}" for program in permissions.get("process", [])]
+    lines += [f"the variable {name}" for name in permissions.get("env", [])]
+    if permissions.get("network"):
+        lines.append("the network")
+    if permissions.get("oauth"):
+        lines.append(f"a sign-in at {permissions['oauth'].get('token_url')}")
+    return lines or ["nothing"]
+
+
+def source_card(out: Output, source: dict[str, Any]) -> str:
+    permissions = source.get("permissions")
+    return card(
+        out,
+        f"source {source['name']}",
+        [
+            ("state", out.status(str(source["state"]))),
+            ("unavailable", source.get("unavailable_reason")),
+            ("origin", source.get("origin")),
+            ("version", source.get("version")),
+            ("description", source.get("description")),
+            ("options", ", ".join(option["name"] for option in source.get("options", []))),
+            ("asks for", "; ".join(permission_lines(permissions)) if permissions else None),
+            ("consent", source.get("consent_digest")),
+        ],
+    )
+
+
+def _installed(out: Output, answer: dict[str, Any]) -> str:
+    verb = "replaced" if answer["replaced"] else "installed"
+    return f"{verb}: {answer['source']['name']}\n{source_card(out, answer['source'])}"
+
+
+def _removed(out: Output, answer: dict[str, Any]) -> str:
+    return f"removed: {answer['removed']} (what it mined stays in the palace)"
