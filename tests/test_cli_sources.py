@@ -110,3 +110,19 @@ def test_a_source_project_is_built_and_installed_from_its_directory(daemon: Daem
     assert installed["source"]["name"] == "probe" and installed["source"]["state"] == "installed"
     cli_json(daemon, "source", "remove", "probe", "--yes")
     refused(cli(daemon, "source", "install", str(FIXTURES)), "memcastle::input::invalid")
+
+
+def test_from_init_to_a_mined_source(daemon: Daemon, tmp_path: Path) -> None:
+    """The author's whole path (docs/writing-sources.md): init, build and package it here,
+    install it with consent, enable it, mine with it."""
+    assert cli(daemon, "source", "init", "harbour", "--parent", str(tmp_path)).returncode == 0
+    project = tmp_path / "harbour"
+    packed = cli(daemon, "source", "package", str(project))
+    assert packed.returncode == 0, packed.stderr
+    archive = project / "harbour-0.1.0.tar.gz"
+    installed = cli_json(daemon, "source", "install", str(archive), "--yes", "--enable")
+    assert installed["source"]["state"] == "enabled"
+    mined = cli_json(daemon, "mine", "harbour", str(project / "fixtures" / "notes" / "input"))
+    done = cli_json(daemon, "job", "show", mined["id"], "--wait")
+    assert done["status"] == "completed" and done["result"]["created"] == 2
+    cli_json(daemon, "source", "remove", "harbour", "--yes")

@@ -1,5 +1,6 @@
 """`memcastle source ...`: the daemon's mining sources: list and show them (reads), install a
-package or a source project, update one, enable, disable and remove one.
+package or a source project, update one, enable, disable and remove one; and, on the author's
+machine without a daemon, `init`, `build`, `test` and `package` a source (`sources.authoring`).
 
 Installing a package that asks for permissions needs consent to exactly those (cli.md): on a
 terminal the command shows what the source asks for and asks; without one it is refused with
@@ -10,6 +11,7 @@ more than the installed version needs no new consent.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from kernel.errors import InputInvalid
+from kernel.errors import InputInvalid, MemCastleError
 from memcastle_project.cli import (
     DaemonCommand,
     Output,
@@ -26,12 +28,16 @@ from memcastle_project.cli import (
     confirm,
     is_terminal,
 )
+from sources import authoring
 from sources.archive import read_package, write_package
 from sources.building import APP_MODULE, build_component
 from sources.management.commands.sources import render_sources
 from sources.manifest import MANIFEST_FILE, Manifest, consent_digest, parse_manifest
+from sources.packages import compiled_cache_dir
 
 GZIP = "application/gzip"
+# The commands that need no daemon.
+LOCAL = ("init", "build", "test", "package")
 CONSENT_REQUIRED = "memcastle::source::consent_required"
 
 
@@ -68,10 +74,29 @@ class Command(DaemonCommand):
         remove = actions.add("remove", "remove an installed source; what it mined stays")
         remove.add_argument("name", metavar="NAME")
         remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
+        init = actions.add("init", "start a source project from a template (no daemon needed)")
+        init.add_argument("name", metavar="NAME")
+        init.add_argument(
+            "--template", default="python", help=f"one of {', '.join(authoring.templates())}"
+        )
+        init.add_argument("--parent", default=".", help="where to create it (here)")
+        for name, help in (
+            ("build", "build the project's component (no daemon needed)"),
+            ("test", "run the built component against the project's fixtures (PASS/FAIL)"),
+            ("package", "write the project's .tar.gz and print its consent digest"),
+        ):
+            local = actions.add(name, help)
+            local.add_argument("path", metavar="PATH", nargs="?", default=".")
+            if name != "build":
+                local.add_argument("--no-build", action="store_true", help="use what is built")
+            if name == "package":
+                local.add_argument("--output", metavar="FILE", help="the archive's path")
 
     def run(self, options: dict[str, Any]) -> None:
         action = options["action"]
-        if action == "list":
+        if action in LOCAL:
+            self._local(action, options)
+        elif action == "list":
             self.out.show(self.daemon.call("GET", "/api/sources"), render_sources)
         elif action == "show":
             self.out.show(self.daemon.call("GET", _path(options["name"])), source_card)
@@ -83,6 +108,33 @@ class Command(DaemonCommand):
         else:
             answer = self.daemon.call("POST", _path(options["name"], action))
             self.out.show(answer, source_card)
+
+    def _local(self, action: str, options: dict[str, Any]) -> None:
+        """The author's commands: they print progress lines on every stream (cli.md)."""
+        if action == "init":
+            made = authoring.init(options["name"], options["template"], Path(options["parent"]))
+            self.stdout.write(f"created: {made}\nnext: memcastle source build {made}")
+            return
+        project = Path(options["path"]).resolve()
+        if action == "build" or not options["no_build"]:
+            built = authoring.build(project)
+            self.stdout.write(f"built: {built} ({built.stat().st_size:,} bytes)")
+        if action == "test":
+            results = authoring.test(project, compiled_cache_dir(os.environ))
+            for result in results:
+                self.stdout.write(
+                    f"{'PASS' if result.passed else 'FAIL'} {result.case}: {result.detail}"
+                )
+            if not all(result.passed for result in results):
+                raise TestsFailed(
+                    f"{sum(not result.passed for result in results)} of {len(results)} "
+                    "fixture cases failed"
+                )
+        elif action == "package":
+            output = Path(options["output"]).resolve() if options["output"] else None
+            packed = authoring.package(project, output)
+            self.stdout.write(f"packaged: {packed.path}\nsha256: {packed.sha256}")
+            self.stdout.write(f"consent digest: {packed.consent or '(it asks for nothing)'}")
 
     def _install(self, options: dict[str, Any], *, update: bool) -> None:
         data = package_of(Path(options["place"]).expanduser())
@@ -112,6 +164,11 @@ class Command(DaemonCommand):
         for line in permission_lines(permissions):
             sys.stderr.write(f"  {line}\n")
         confirm("Agree and install it?", yes=False)
+
+
+class TestsFailed(MemCastleError):
+    code = "memcastle::source::test_failed"
+    help = "read the FAIL lines above: what the source gave against what the fixture expects"
 
 
 def _path(name: str, action: str | None = None) -> str:
