@@ -77,6 +77,7 @@ SPECTACULAR_SETTINGS = {
         "memcastle_project.streams.document_event_stream",
         "kernel.rest.declare_parameter_bounds",
         "palace.openapi.declare_name_rules",
+        "palace.openapi.declare_temporal",
         "jobs.openapi.declare_job_kinds",
         # Last: it leaves alone the strings the hooks above gave an enum or a pattern.
         "kernel.rest.declare_no_nul",

@@ -37,3 +37,47 @@ def declare_name_rules(
                     **{"not": {"pattern": UUID_SHAPED}},
                 )
     return result
+
+
+INSTANT = {"type": "string", "format": "date-time"}
+# What a search's `temporal` takes (`palace.search.query`): a word, an instant or a window.
+TEMPORAL = {
+    "nullable": True,
+    "oneOf": [
+        {"type": "string", "enum": ["current", "all"]},
+        {
+            "type": "object",
+            "properties": {"as_of": INSTANT},
+            "required": ["as_of"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "between": {
+                    "type": "object",
+                    "properties": {"from": INSTANT, "until": INSTANT},
+                    "required": ["from", "until"],
+                    "additionalProperties": False,
+                }
+            },
+            "required": ["between"],
+            "additionalProperties": False,
+        },
+    ],
+}
+
+
+def declare_temporal(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """A search filter's `temporal` as the daemon reads it, rather than any JSON."""
+    schemas = result.get("components", {}).get("schemas", {})
+    for component in ("SearchFilterRequest", "RecallFilterRequest"):
+        properties = schemas.get(component, {}).get("properties", {})
+        if "temporal" in properties:
+            properties["temporal"] = {
+                **TEMPORAL,
+                "description": properties["temporal"].get("description", ""),
+            }
+    return result

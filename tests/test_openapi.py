@@ -355,6 +355,9 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed SearchBodyRequest.ranking",
         "removed SearchBodyRankingEnum",
     ),
+    "A search filter's temporal is one of the forms the daemon reads, not any JSON": (
+        "changed SearchFilterRequest.temporal",
+    ),
 }
 
 
