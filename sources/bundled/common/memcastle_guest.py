@@ -23,6 +23,7 @@ from memcastle_transcripts import (
     Ref,
     SourceFailed,
 )
+from wit_world import exports
 from wit_world.imports import types
 
 
@@ -38,6 +39,34 @@ class Source(Protocol):
     def discover(self, ref: Ref, cursor: str, limit: int) -> Page: ...
     def read(self, ref: Ref, candidate: Candidate) -> RawDoc | None: ...
     def normalize(self, raw: RawDoc) -> Canonical: ...
+
+
+def adapter_class(source: Source) -> type[exports.Adapter]:
+    """The `Adapter` a bundled source's component exports: each method converts the WIT types
+    and calls the plain-Python `source`."""
+
+    class Adapter(exports.Adapter):
+        def identify(self, locator: str | None, options: list[tuple[str, str]]) -> types.SourceRef:
+            return identify(source, locator, options)
+
+        def default_wing(self, ref: types.SourceRef) -> str:
+            return source.name
+
+        def default_room(self) -> str:
+            return source.default_room
+
+        def discover(self, ref: types.SourceRef, cursor: str, limit: int) -> types.Discovery:
+            return discover(source, ref, cursor, limit)
+
+        def read(
+            self, ref: types.SourceRef, candidate: types.Candidate
+        ) -> types.RawDocument | None:
+            return read(source, ref, candidate)
+
+        def normalize(self, raw: types.RawDocument) -> types.CanonicalDocument:
+            return normalize(source, raw)
+
+    return Adapter
 
 
 def guarded[T](call: Callable[[], T]) -> T:

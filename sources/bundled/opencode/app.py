@@ -6,8 +6,7 @@ from __future__ import annotations
 import memcastle_guest as guest
 from componentize_py_types import Err
 from opencode_format import PROGRAM, OpencodeSource, Output, ProcessRefused
-from wit_world import exports
-from wit_world.imports import host, types
+from wit_world.imports import host
 
 
 def run(args: list[str]) -> Output:
@@ -20,24 +19,4 @@ def run(args: list[str]) -> Output:
     return Output(finished.status, bytes(finished.stdout), bytes(finished.stderr))
 
 
-SOURCE = OpencodeSource(run)
-
-
-class Adapter(exports.Adapter):
-    def identify(self, locator: str | None, options: list[tuple[str, str]]) -> types.SourceRef:
-        return guest.identify(SOURCE, locator, options)
-
-    def default_wing(self, source: types.SourceRef) -> str:
-        return SOURCE.name
-
-    def default_room(self) -> str:
-        return SOURCE.default_room
-
-    def discover(self, source: types.SourceRef, cursor: str, limit: int) -> types.Discovery:
-        return guest.discover(SOURCE, source, cursor, limit)
-
-    def read(self, source: types.SourceRef, candidate: types.Candidate) -> types.RawDocument | None:
-        return guest.read(SOURCE, source, candidate)
-
-    def normalize(self, raw: types.RawDocument) -> types.CanonicalDocument:
-        return guest.normalize(SOURCE, raw)
+Adapter = guest.adapter_class(OpencodeSource(run))
