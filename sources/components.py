@@ -33,7 +33,7 @@ import wasmtime
 import wasmtime.component as wc
 
 from kernel.errors import MemCastleError
-from sources.adapters import CursorInvalid, SourceFailed
+from sources.adapters import SourceFailed
 
 logger = logging.getLogger(__name__)
 
@@ -355,14 +355,3 @@ class ComponentRuntime:
         partial.replace(cached)
         return compiled
 
-
-__all__ = [
-    "Component",
-    "ComponentRuntime",
-    "ComponentUnusable",
-    "CursorInvalid",
-    "Grant",
-    "PermissionDenied",
-    "SourceFailed",
-    "SourceTimeout",
-]
