@@ -354,4 +354,3 @@ class ComponentRuntime:
         partial.write_bytes(compiled.serialize())
         partial.replace(cached)
         return compiled
-
