@@ -1,7 +1,8 @@
 """`memcastle source ...` against a real daemon: a package installed with the consent its
 permissions need (refused without a terminal, asked on one, given by `--yes` or `--consent`),
 a source project built and installed from its directory, shown, enabled, mined, disabled and
-removed (cli.md, Sources)."""
+removed (cli.md, Sources); and a source asked for by name, refused while there are no
+registries."""
 
 from __future__ import annotations
 
@@ -126,3 +127,14 @@ def test_from_init_to_a_mined_source(daemon: Daemon, tmp_path: Path) -> None:
     done = cli_json(daemon, "job", "show", mined["id"], "--wait")
     assert done["status"] == "completed" and done["result"]["created"] == 2
     cli_json(daemon, "source", "remove", "harbour", "--yes")
+
+
+def test_a_source_asked_for_by_name_needs_a_registry(daemon: Daemon, tmp_path: Path) -> None:
+    for args in (("install", "probe@1.0.0", "--yes"), ("update", "probe")):
+        said = refused(
+            cli(daemon, "source", *args, cwd=tmp_path), "memcastle::cli::not_implemented"
+        )
+        assert "registries are not available yet" in said
+    (tmp_path / "probe").mkdir()
+    local = cli(daemon, "source", "update", "probe", cwd=tmp_path)
+    refused(local, "memcastle::input::invalid")  # the local directory, not a registry name

@@ -6,12 +6,14 @@ Installing a package that asks for permissions needs consent to exactly those (c
 terminal the command shows what the source asks for and asks; without one it is refused with
 `memcastle::source::consent_required` unless `--yes` (agree to what the package asks, its digest
 computed here) or `--consent DIGEST` (agree to exactly that digest). An update that asks for no
-more than the installed version needs no new consent.
+more than the installed version needs no new consent. A bare name (`NAME[@VERSION]`) would come
+from a source registry, which this version cannot reach yet: it is refused as not implemented.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -39,6 +41,8 @@ GZIP = "application/gzip"
 # The commands that need no daemon.
 LOCAL = ("init", "build", "test", "package")
 CONSENT_REQUIRED = "memcastle::source::consent_required"
+# What a registry would be asked for: a source's name, optionally pinned to a version.
+REGISTRY_NAME = re.compile(r"^[a-z][a-z0-9_-]*(@[0-9A-Za-z.+-]+)?$")
 
 
 class Command(DaemonCommand):
@@ -137,7 +141,7 @@ class Command(DaemonCommand):
             self.stdout.write(f"consent digest: {packed.consent or '(it asks for nothing)'}")
 
     def _install(self, options: dict[str, Any], *, update: bool) -> None:
-        data = package_of(Path(options["place"]).expanduser())
+        data = package_of(options["place"])
         manifest = parse_manifest(read_package(data).manifest_text)
         if update:
             self.daemon.call("GET", _path(manifest.name))
@@ -149,12 +153,12 @@ class Command(DaemonCommand):
         except RemoteRejected as refused:
             if refused.remote_code != CONSENT_REQUIRED or consent is not None:
                 raise
-            self._ask_consent(manifest, refused)
+            self._ask_consent(manifest, refused, "update" if update else "install")
             params["consent"] = digest
             answer = self.daemon.upload("/api/source-packages", data, GZIP, params=params)
         self.out.show(answer, _installed)
 
-    def _ask_consent(self, manifest: Manifest, refused: RemoteRejected) -> None:
+    def _ask_consent(self, manifest: Manifest, refused: RemoteRejected, verb: str) -> None:
         """On a terminal, show what the source asks for and ask; without one, the refusal
         stands (`--yes` or `--consent` agree without asking)."""
         if not (is_terminal(sys.stdin) and is_terminal(sys.stderr)):
@@ -163,7 +167,14 @@ class Command(DaemonCommand):
         sys.stderr.write(f"The {manifest.name} source {manifest.version} asks for:\n")
         for line in permission_lines(permissions):
             sys.stderr.write(f"  {line}\n")
-        confirm("Agree and install it?", yes=False)
+        confirm(f"Agree and {verb} it?", yes=False)
+
+
+class RegistriesUnavailable(MemCastleError):
+    """A source asked for by name: that needs a source registry, which is not there yet."""
+
+    code = "memcastle::cli::not_implemented"
+    help = "give a package (.tar.gz) or a source project's directory instead"
 
 
 class TestsFailed(MemCastleError):
@@ -175,8 +186,15 @@ def _path(name: str, action: str | None = None) -> str:
     return f"/api/source-packages/{name}" + (f"/{action}" if action else "")
 
 
-def package_of(place: Path) -> bytes:
-    """The package to send: a `.tar.gz` as it is, or a source project built and packed here."""
+def package_of(word: str) -> bytes:
+    """The package to send: a `.tar.gz` as it is, or a source project built and packed here.
+    A local file or directory wins over a registry name of the same spelling."""
+    place = Path(word).expanduser()
+    if not place.exists() and REGISTRY_NAME.match(word):
+        raise RegistriesUnavailable(
+            f"{word!r} is not a file or directory here, and installing or updating a source by "
+            "name needs a source registry: registries are not available yet"
+        )
     if place.is_file():
         return place.read_bytes()
     if (place / MANIFEST_FILE).is_file() and (place / f"{APP_MODULE}.py").is_file():
