@@ -2,7 +2,7 @@
 change, enable, disable, remove and reload them (not gated by the memory mode: they say what the
 daemon is configured to do), and run one (a write: it submits a mine job).
 
-The set is the one the configuration file holds (`sources.miner_file`), read again whenever the
+The set is the one the configuration file holds (`sources.section_file`), read again whenever the
 file's signature changed; a file that no longer reads keeps the last good set and refuses writes.
 """
 
@@ -11,24 +11,21 @@ from __future__ import annotations
 import builtins
 import logging
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel.context import RequestContext
-from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError
+from kernel.errors import ConfigInvalid, InputInvalid
 from kernel.validation import body_object
-from sources.miner_file import MinersFile, Planned
 from sources.miners import (
     DIRECTORY,
+    MINERS,
     PATCH_KEYS,
     RUN_KEYS,
     ConfigFileRefused,
     CredentialRequired,
-    DefinitionError,
-    FileInvalid,
     Miner,
     MinerDisabled,
     MinerInvalid,
@@ -41,6 +38,7 @@ from sources.miners import (
     parse_miner,
     parse_options,
 )
+from sources.section_file import Configured, DefinitionError, FileInvalid, Planned
 
 if TYPE_CHECKING:
     from jobs.services import JobService
@@ -64,25 +62,19 @@ class MinerService:
         *,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self._file = MinersFile(path)
         self._packages = packages
         self._jobs = jobs
         self._environ = os.environ if environ is None else environ
-        self._lock = threading.RLock()
-        signature = self._file.signature()
         try:
-            text = self._file.read()
-            miners = self._file.parse(text)
+            self._set = Configured(path, MINERS)
         except FileInvalid as exc:
             raise ConfigInvalid(
                 str(exc),
                 help="fix the [[miners]] section of the configuration file and start again",
             ) from None
-        self._text, self._signature, self._miners = text, signature, miners
+        self._lock = self._set.lock
         # The set as of start-up or the last reload or write, which `reload` reports against.
-        self._reported = builtins.list(miners)
-        # Why the file on disk cannot be used, while it cannot: writes are refused meanwhile.
-        self._error: str | None = None
+        self._reported = builtins.list(self._set.entries)
 
     # Reading.
 
@@ -175,8 +167,8 @@ class MinerService:
         write: added, removed, changed, enabled, disabled and broadened miners."""
         with self._lock:
             self._refresh(force=True)
-            if self._error is not None:
-                raise ConfigFileRefused(f"{self._error}; the last good miners are kept")
+            if self._set.error is not None:
+                raise ConfigFileRefused(f"{self._set.error}; the last good miners are kept")
             report = self._report(self._reported, self._miners)
             self._reported = builtins.list(self._miners)
         return report
@@ -220,63 +212,42 @@ class MinerService:
 
     # The file's state.
 
+    @property
+    def _miners(self) -> builtins.list[Miner]:
+        return self._set.entries
+
     def _refresh(self, *, force: bool = False) -> None:
-        """Pick up a hand edit: a file whose signature changed is read again. One that no
-        longer parses keeps the last good set and makes writes refused until it is fixed."""
-        signature = self._file.signature()
-        if signature == self._signature and not force:
+        """Pick up a hand edit (see `Configured.refresh`), logging what it changed."""
+        before = self._set.refresh(force=force)
+        if before is None:
             return
-        try:
-            text = self._file.read()
-            miners = self._file.parse(text)
-        except FileInvalid as exc:
-            if str(exc) != self._error:
-                logger.error(
-                    "the miners configuration is invalid; the last good set is kept: %s", exc
-                )
-            self._signature, self._error = signature, str(exc)
-            return
-        report = self._report(self._miners, miners)
+        report = self._report(before, self._miners)
         if any(report.values()):
             logger.info("picked up an edit of the miners configuration: %s", report)
         if report["broadened"]:
             logger.warning("a hand edit broadened miners: %s", ", ".join(report["broadened"]))
-        self._text, self._signature, self._miners, self._error = text, signature, miners, None
 
     def _writable(self) -> None:
-        self._refresh()
-        if self._error is not None:
-            raise ConfigFileRefused(f"{self._error}; nothing was written")
+        self._set.writable()
 
-    def _write(self, plan: Sequence[Planned]) -> None:
-        text = self._file.rewrite(self._text, self._miners, plan)
-        written = [planned.miner for planned in plan]
-        # The rewrite must mean exactly what was asked, or nothing is written.
-        if self._file.parse(text) != written:
-            raise MemCastleError(
-                f"rewriting the [[miners]] section of {self._file.path} did not give the miners "
-                "asked for; nothing was written"
-            )
-        self._signature = self._file.replace(text, self._signature)
-        self._text, self._miners = text, written
-        self._reported = builtins.list(written)
+    def _write(self, plan: Sequence[Planned[Miner]]) -> None:
+        self._set.write(plan)
+        self._reported = builtins.list(self._miners)
 
-    def _kept(self) -> builtins.list[Planned]:
-        return [Planned(miner, index) for index, miner in enumerate(self._miners)]
+    def _kept(self) -> builtins.list[Planned[Miner]]:
+        return self._set.kept()
 
-    def _replacing(self, index: int, miner: Miner) -> builtins.list[Planned]:
-        plan = self._kept()
-        plan[index] = Planned(miner, index)
-        return plan
+    def _replacing(self, index: int, miner: Miner) -> builtins.list[Planned[Miner]]:
+        return self._set.replacing(index, miner)
 
     def _find(self, name: object) -> Miner:
         return self._indexed(name)[1]
 
     def _indexed(self, name: object) -> tuple[int, Miner]:
-        for index, miner in enumerate(self._miners):
-            if miner.name == name:
-                return index, miner
-        raise MinerNotFound(f"no miner is named {name!r}")
+        found = self._set.indexed(name)
+        if found is None:
+            raise MinerNotFound(f"no miner is named {name!r}")
+        return found
 
     def _report(self, before: Sequence[Miner], after: Sequence[Miner]) -> dict[str, Any]:
         old = {miner.name: miner for miner in before}

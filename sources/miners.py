@@ -1,4 +1,4 @@
-"""Miners: what one is, and the rules a definition must keep (`sources.miner_file` reads and
+"""Miners: what one is, and the rules a definition must keep (`sources.section_file` reads and
 rewrites the `[[miners]]` section of the configuration file; `sources.miner_service` serves
 them).
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.errors import Conflict, MemCastleError, NotFound
+from sources.section_file import DefinitionError, Section
 
 NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
 RESERVED_NAMES = ("reload",)
@@ -50,7 +51,6 @@ SECRET_WORDS = frozenset(
         "cookie",
     }
 )
-HEADER = re.compile(r"^\s*\[\[\s*miners\s*\]\]")
 DIRECTORY = "directory"
 
 Value = str | int | float | bool | list[str] | dict[str, Any]
@@ -99,18 +99,6 @@ class ConfigFileRefused(Conflict):
 class CredentialRequired(Conflict):
     code = "memcastle::credential::required"
     help = "sign the source in (`memcastle source auth SOURCE`), then run the miner again"
-
-
-class DefinitionError(Exception):
-    """A definition breaks a rule: `key` is the field at fault (`scope.since`)."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"`{key}` {problem}")
-        self.key = key
-
-
-class FileInvalid(Exception):
-    """The configuration file's `[[miners]]` cannot be read; the message names the line."""
 
 
 # The definition ---------------------------------------------------------------------------------
@@ -364,6 +352,13 @@ def _items(value: Value) -> set[str]:
 
 # The service ------------------------------------------------------------------------------------
 
+MINERS: Section[Miner] = Section(
+    "miners",
+    parse_miner,
+    ConfigFileRefused,
+    tables=("scope", "config"),
+    inline=("credential",),
+)
 REPORT_KEYS = ("added", "removed", "changed", "enabled", "disabled", "broadened")
 PATCH_KEYS = (*KEYS, "allow_broaden")
 RUN_KEYS = ("options", "full", "allow_broaden")
