@@ -223,6 +223,15 @@ class JobRepository:
             {"ids": ids, "owner": owner, "expires": expires_at},
         )
 
+    def queued_like(self, kind: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The oldest queued job of exactly this kind and input, if any."""
+        rows = self.store.one(
+            "SELECT * FROM job WHERE status = 'queued' AND kind = $kind "
+            "ORDER BY created_at LIMIT 1",
+            {"kind": kind},
+        )
+        return rows[0] if rows else None
+
     def any_with(self, kind: str, status: str) -> bool:
         """Whether a job of `kind` is in `status`, from the `job_tally` rows."""
         tallies = self.store.one(

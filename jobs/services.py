@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobs import kinds
 from jobs.executor import MAX_ATTEMPTS, Executor
+from jobs.kinds import JobKind
 from jobs.repository import JobRepository
 from jobs.shapes import Job, JobList
 from jobs.states import Status, transition
@@ -98,9 +100,27 @@ class JobService:
         self.executor = executor
         self.clock = clock
         self.retention_days = retention_days
+        # Finding a queued job to join and queueing one are one step within this process.
+        self._joining = threading.Lock()
 
     def submit(self, ctx: RequestContext, data: object) -> dict[str, Any]:
         """Queue a job of the kind named by `type`; it is returned at once, still queued."""
+        kind, params = self._parse(ctx, data)
+        return self._create(ctx, kind, params)
+
+    def submit_or_join(self, ctx: RequestContext, data: object) -> tuple[dict[str, Any], bool]:
+        """Queue a job, or join a queued one of exactly the same kind and input (jobs.md
+        section 8: a miner's runs, by hand or by a trigger). A running one is not joined, since
+        it may have read its source before the change that asked for this run. Returns the job
+        and whether it was joined."""
+        kind, params = self._parse(ctx, data)
+        with self._joining:
+            queued = self._repository.queued_like({"type": kind.name, **params})
+            if queued is not None:
+                return Job.render(job_values(queued)), True
+            return self._create(ctx, kind, params), False
+
+    def _parse(self, ctx: RequestContext, data: object) -> tuple[JobKind, dict[str, Any]]:
         body = body_object(data)
         name = body.get("type")
         kind = kinds.get(name) if isinstance(name, str) else None
@@ -112,7 +132,9 @@ class JobService:
         operation = kind.gate(submitted)
         if operation is not None:
             ctx.require_write(operation)
-        params = kind.parse(submitted, self.executor.services)
+        return kind, kind.parse(submitted, self.executor.services)
+
+    def _create(self, ctx: RequestContext, kind: JobKind, params: dict[str, Any]) -> dict[str, Any]:
         priority = kind.priority_for(params) if kind.priority_for else kind.priority
         now = self.clock()
         row = self._repository.create(

@@ -8,6 +8,8 @@ from rest_framework import serializers
 from jobs.states import Status
 from kernel.shapes import Shape
 
+STATUSES = [status.value for status in Status]
+
 
 class JobProgress(Shape):
     current = serializers.IntegerField()
@@ -19,7 +21,7 @@ class JobProgress(Shape):
 class Job(Shape):
     id = serializers.UUIDField()
     kind = serializers.DictField(help_text="the submitted body: `type` and its parameters")
-    status = serializers.ChoiceField([s.value for s in Status])
+    status = serializers.ChoiceField(STATUSES)
     priority = serializers.IntegerField(help_text="100 critical ... 0 background")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()

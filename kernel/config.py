@@ -258,6 +258,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("db.port", 8000, _port, "MEMCASTLE_DB_PORT"),
     Setting("db.allow_remote", False, _bool, "MEMCASTLE_DB_ALLOW_REMOTE"),
     Setting("db.allowed_origins", (), origins_value, "MEMCASTLE_DB_ALLOWED_ORIGINS"),
+    Setting("webhook.enable", False, _bool),
+    Setting("webhook.bind", "127.0.0.1", _ip),
+    Setting("webhook.port", 8787, _port),
+    Setting("webhook.allow_remote", False, _bool),
+    Setting("webhook.max_body_bytes", 1_048_576, _int_range(1, 67_108_864)),
+    Setting("webhook.max_concurrent", 16, _int_range(1, 4096)),
     Setting("store.mode", "embedded", _choice("embedded", "remote")),
     Setting("store.sync", "every", _store_sync, "MEMCASTLE_STORE_SYNC"),
     Setting("store.url", None, _store_url),
@@ -372,6 +378,19 @@ class DatabaseConsoleConfig:
 
 
 @dataclass(frozen=True)
+class WebhookConfig:
+    """`[webhook]`: the listener for webhook deliveries, a socket of its own that is bound only
+    while it is enabled here and a webhook trigger is enabled."""
+
+    enable: bool = False
+    bind: str = "127.0.0.1"
+    port: int = 8787
+    allow_remote: bool = False
+    max_body_bytes: int = 1_048_576
+    max_concurrent: int = 16
+
+
+@dataclass(frozen=True)
 class JobsConfig:
     max_concurrency: int
     drain_timeout_secs: int
@@ -461,6 +480,7 @@ class Config:
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     extraction: ExtractionConfig = ExtractionConfig()
     db: DatabaseConsoleConfig = DatabaseConsoleConfig()
+    webhook: WebhookConfig = WebhookConfig()
 
     def __repr__(self) -> str:
         return (
@@ -537,6 +557,7 @@ def load_config(
         values["palace.path"] = default_palace_path(env)
     _check_store(values)
     _check_console(values)
+    _check_webhook(values)
     return Config(
         palace_path=values["palace.path"],
         bind=values["server.bind"],
@@ -586,6 +607,14 @@ def load_config(
             allow_remote=values["db.allow_remote"],
             allowed_origins=values["db.allowed_origins"],
         ),
+        webhook=WebhookConfig(
+            enable=values["webhook.enable"],
+            bind=values["webhook.bind"],
+            port=values["webhook.port"],
+            allow_remote=values["webhook.allow_remote"],
+            max_body_bytes=values["webhook.max_body_bytes"],
+            max_concurrent=values["webhook.max_concurrent"],
+        ),
     )
 
 
@@ -629,6 +658,25 @@ def _check_console(values: dict[str, Any]) -> None:
             f"invalid value for `db.port`: {values['db.port']} is the daemon's own port "
             "(server.port); give the database console another"
         )
+
+
+def _check_webhook(values: dict[str, Any]) -> None:
+    """A webhook listener beyond loopback must be asked for and stand behind authentication;
+    its port is its own."""
+    if not is_loopback(values["webhook.bind"]) and not (
+        values["webhook.allow_remote"] and values["auth.enabled"]
+    ):
+        raise ConfigInvalid(
+            f"invalid value for `webhook.bind`: {values['webhook.bind']} is not a loopback "
+            "address; set webhook.allow_remote = true with auth.enabled = true to listen there"
+        )
+    port = values["webhook.port"]
+    for other in ("server.port", "db.port"):
+        if port != 0 and port == values[other]:
+            raise ConfigInvalid(
+                f"invalid value for `webhook.port`: {port} is also `{other}`; give the webhook "
+                "listener a port of its own"
+            )
 
 
 def _extraction(values: dict[str, Any], origins: dict[str, str]) -> ExtractionConfig:

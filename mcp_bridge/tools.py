@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from palace.journal import JournalService
     from palace.revisions import RevisionService
     from palace.search.service import SearchService
-    from sources.configured import ConfiguredSection
     from sources.miner_service import MinerService
+    from sources.trigger_service import TriggerService
 
 # Where a session keeps its mode (see `server.session_state`).
 MODE_KEY = "memcastle.mode"
@@ -54,7 +54,7 @@ class ToolServices(Protocol):
     @property
     def miners(self) -> MinerService: ...
     @property
-    def triggers(self) -> ConfiguredSection: ...
+    def triggers(self) -> TriggerService: ...
 
 
 @dataclass(frozen=True)

@@ -46,11 +46,13 @@ from palace.search.indexes import SearchIndexes
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from sources.components import ComponentRuntime
-from sources.configured import ConfiguredSection
 from sources.miner_service import MinerService
 from sources.packages import SourcePackages, compiled_cache_dir
-from sources.repository import PackageRepository, SourceRepository
+from sources.repository import PackageRepository, SourceRepository, TriggerRepository
 from sources.services import SourceService
+from sources.trigger_service import TriggerService
+from sources.trigger_supervisor import TriggerSupervisor
+from sources.webhooks import WebhookDeliveries, WebhookListener
 
 if TYPE_CHECKING:
     from graph.extraction import ExtractServices
@@ -88,7 +90,8 @@ class Services:
     sources: SourceService
     maintenance: Maintenance
     miners: MinerService
-    triggers: ConfiguredSection
+    triggers: TriggerService
+    supervisor: TriggerSupervisor
     system: SystemService
     console: DatabaseConsole
 
@@ -118,6 +121,13 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     tokens = TokenService(
         TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
     )
+    # The daemon writes its miners and triggers to the file it was started with, or creates the
+    # default.
+    config_file = config.config_file or default_config_file(os.environ)
+    miners = MinerService(config_file, packages, jobs)
+    trigger_repository = TriggerRepository(store)
+    triggers = TriggerService(config_file, miners, trigger_repository, events, config.webhook)
+    listener = WebhookListener(config.webhook, WebhookDeliveries(triggers, trigger_repository))
     services = Services(
         config=config,
         store=store,
@@ -138,10 +148,9 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         graph_reads=graph_reads,
         sources=SourceService(SourceRepository(store), packages),
         maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
-        # The daemon writes its miners to the file it was started with, or creates the default.
-        miners=MinerService(config.config_file or default_config_file(os.environ), packages, jobs),
-        # The triggers configuration section is not read yet: none are set.
-        triggers=ConfiguredSection("trigger"),
+        miners=miners,
+        triggers=triggers,
+        supervisor=TriggerSupervisor(triggers, jobs, listener),
         system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
         console=DatabaseConsole(config, store, tokens, daemon_port=_port(bind_addr, config)),
     )

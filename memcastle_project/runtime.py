@@ -67,6 +67,7 @@ class Runtime:
         if self.daemon:
             retention = services.config.jobs.retention_days
             JobRetention(services.jobs, services.events, retention).start()
+            services.supervisor.start()
 
     def begin_stop(self) -> None:
         """Stop taking jobs and ask the running ones to checkpoint and go back to the queue."""
@@ -79,6 +80,7 @@ class Runtime:
         palace's lock."""
         try:
             self.services.console.close()
+            self.services.supervisor.stop()
             self.begin_stop()
             self.services.executor.finish_drain(self.services.config.jobs.drain_timeout_secs)
             self.worker.wait_stopped()

@@ -71,6 +71,12 @@ SPECTACULAR_SETTINGS = {
         "RankingEnum": "palace.search.query.RANKINGS",
         "StateEnum": "graph.lifecycle.STATES",
         "SourceStateEnum": "sources.shapes.STATES",
+        # Named here so that the triggers' enums leave the older names as they were.
+        "StatusEnum": "jobs.shapes.STATUSES",
+        "TypeEnum": "sources.shapes.OPTION_TYPES",
+        "TriggerTypeEnum": "sources.triggers.TYPES",
+        "TriggerStatusEnum": "sources.trigger_views.STATUSES",
+        "FireOutcomeEnum": "sources.trigger_views.FIRE_OUTCOMES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -19,6 +19,7 @@ from palace import views as palace
 from palace.embeddings import views as embeddings
 from palace.search import views as search
 from sources import miner_views as miners
+from sources import trigger_views as triggers
 from sources import views as sources
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
     packages = {"packages": services.sources.packages}
     job_service = {"jobs": services.jobs}
     miner_service = {"miners": services.miners}
+    trigger_service = {"triggers": services.triggers}
     return [
         path("api/health", views.HealthView.as_view()),
         path("api/status", views.StatusView.as_view(system=services.system)),
@@ -136,6 +138,18 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path("api/miners/<str:name>/enable", miners.MinerEnableView.as_view(**miner_service)),
         path("api/miners/<str:name>/disable", miners.MinerDisableView.as_view(**miner_service)),
         path("api/miners/<str:name>/run", miners.MinerRunView.as_view(**miner_service)),
+        path("api/triggers", triggers.TriggersView.as_view(**trigger_service)),
+        path("api/triggers/reload", triggers.TriggersReloadView.as_view(**trigger_service)),
+        path("api/triggers/<str:name>", triggers.TriggerView.as_view(**trigger_service)),
+        path(
+            "api/triggers/<str:name>/enable",
+            triggers.TriggerEnableView.as_view(**trigger_service),
+        ),
+        path(
+            "api/triggers/<str:name>/disable",
+            triggers.TriggerDisableView.as_view(**trigger_service),
+        ),
+        path("api/triggers/<str:name>/fire", triggers.TriggerFireView.as_view(**trigger_service)),
         path(
             "api/events",
             streams.event_stream(services.events, services.config.events_keepalive_secs),

@@ -114,6 +114,8 @@ class Adapter(Protocol):
     origin: str  # builtin | package | bundled | registry | plugin
     capabilities: Capabilities
     options: tuple[OptionSpec, ...]
+    # The triggers that may start it besides a timetable (`watch`, `webhook`).
+    triggers: frozenset[str]
 
     def identify(self, locator: str | None, options: Mapping[str, str]) -> SourceRef:
         """Validate and normalize the place; equal places give equal refs. Raises
@@ -146,6 +148,7 @@ def describe(adapter: Adapter) -> dict[str, Any]:
         "capabilities": adapter.capabilities.as_dict(),
         "origin": adapter.origin,
         "options": [option.as_dict() for option in adapter.options],
+        "triggers": sorted(adapter.triggers),
     }
 
 

@@ -68,6 +68,7 @@ class ComponentAdapter:
         self.description = manifest.description
         self.origin = origin
         self.capabilities: Capabilities = manifest.capabilities
+        self.triggers = manifest.triggers
         self.options: tuple[OptionSpec, ...] = manifest.options
         self._component = component
         self._environ = dict(os.environ if environ is None else environ)

@@ -63,6 +63,9 @@ class DirectoryAdapter:
     description = "text files under a directory, one document per file (room `files`)"
     origin = "builtin"
     capabilities = Capabilities(incremental=True)
+    # A watch trigger on the directory mines what changed moments after it changed; a webhook
+    # one mines it when told (a hook that runs after `git pull`, say).
+    triggers = frozenset({"watch", "webhook"})
     options: tuple[OptionSpec, ...] = (
         OptionSpec(
             name="since",

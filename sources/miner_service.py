@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel.context import RequestContext
-from kernel.errors import ConfigInvalid, InputInvalid
+from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError
 from kernel.validation import body_object
 from sources.miners import (
     DIRECTORY,
@@ -186,6 +186,26 @@ class MinerService:
                     key, f"is not a field of a miner run (known: {', '.join(RUN_KEYS)})"
                 )
         extra = _run_options(body.get("options"))
+        job, _ = self._submit(
+            ctx, name, extra, full=_flag(body, "full"), allow_broaden=_flag(body, "allow_broaden")
+        )
+        return job
+
+    def fire(self, ctx: RequestContext, name: str) -> tuple[dict[str, Any], bool]:
+        """A trigger's run of the miner, as configured: the job, and whether it joined one
+        already queued (jobs.md section 8)."""
+        ctx.require_write("trigger_fire")
+        return self._submit(ctx, name, {}, full=False, allow_broaden=False)
+
+    def _submit(
+        self,
+        ctx: RequestContext,
+        name: str,
+        extra: Mapping[str, Value],
+        *,
+        full: bool,
+        allow_broaden: bool,
+    ) -> tuple[dict[str, Any], bool]:
         with self._lock:
             self._refresh()
             miner = self._find(name)
@@ -200,15 +220,39 @@ class MinerService:
         reasons = broadening(
             miner, replace(miner, scope={**miner.scope, **extra}), self._breadths(miner.source)
         )
-        if reasons and not _flag(body, "allow_broaden"):
+        if reasons and not allow_broaden:
             raise ScopeBroadened(
                 f"the run's options may broaden what miner {miner.name} reads "
                 f"({', '.join(reasons)})"
             )
         self._check_credential(miner)
         job: dict[str, Any] = {"type": "mine", "source": miner.source, "locator": miner.locator}
-        job.update(options=options or None, wing=miner.wing, full=_flag(body, "full"))
-        return self._jobs.submit(ctx, {k: v for k, v in job.items() if v is not None})
+        job.update(options=options or None, wing=miner.wing, full=full)
+        return self._jobs.submit_or_join(ctx, {k: v for k, v in job.items() if v is not None})
+
+    def find(self, name: str) -> Miner | None:
+        """The miner of that name as the file holds it now, for the triggers that name it."""
+        with self._lock:
+            self._refresh()
+            found = self._set.indexed(name)
+        return None if found is None else found[1]
+
+    def problems(self, miner: Miner) -> builtins.list[str]:
+        """What keeps a miner from running now: nothing when it can."""
+        if not miner.enabled:
+            return [f"miner {miner.name} is disabled"]
+        try:
+            self._check_usable(miner)
+        except MemCastleError as exc:
+            return [f"miner {miner.name}: {exc.message}"]
+        return []
+
+    def source_triggers(self, source: str) -> frozenset[str]:
+        """The triggers a source declares it can be started by (`[triggers.*]`)."""
+        for adapter in self._packages.adapters():
+            if adapter["name"] == source:
+                return frozenset(adapter.get("triggers", ()))
+        return frozenset()
 
     # The file's state.
 

@@ -69,6 +69,7 @@ class MinersReloaded(Shape):
     )
 
 
+NAME_PATTERN = r"^[a-z0-9_-]{1,64}$"
 OPTIONS_HELP = "strings, numbers, booleans or lists of strings, by option name"
 CREDENTIAL_HELP = (
     '{"type": "env", "name": VARIABLE} | {"type": "file", "path": ABSOLUTE PATH} | '
@@ -77,7 +78,7 @@ CREDENTIAL_HELP = (
 
 
 class MinerDefinition(serializers.Serializer):
-    name = serializers.RegexField(r"^[a-z0-9_-]{1,64}$", help_text="unique; not `reload`")
+    name = serializers.RegexField(NAME_PATTERN, help_text="unique; not `reload`")
     source = serializers.CharField(help_text="directory, or an installed source")  # type: ignore[assignment]
     enabled = serializers.BooleanField(required=False, help_text="true by default")
     locator = serializers.CharField(required=False)
@@ -94,7 +95,7 @@ class MinerDefinition(serializers.Serializer):
 
 class MinerChange(serializers.Serializer):
     name = serializers.RegexField(
-        r"^[a-z0-9_-]{1,64}$", required=False, help_text="a new name (what it mined stays)"
+        NAME_PATTERN, required=False, help_text="a new name (what it mined stays)"
     )
     source = serializers.CharField(required=False)  # type: ignore[assignment]
     enabled = serializers.BooleanField(required=False)

@@ -199,7 +199,7 @@ def parse_miner(raw: Mapping[str, Any]) -> Miner:
         enabled=enabled,
         locator=_optional_text(raw, "locator"),
         wing=_optional_text(raw, "wing"),
-        credential=_credential(raw.get("credential")),
+        credential=parse_credential(raw.get("credential")),
         scope=parse_options(raw.get("scope"), "scope", nested=False),
         config=parse_options(raw.get("config"), "config", nested=True),
     )
@@ -212,7 +212,7 @@ def _optional_text(raw: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def _credential(raw: object) -> Credential | None:
+def parse_credential(raw: object) -> Credential | None:
     if raw is None:
         return None
     kinds = " | ".join(

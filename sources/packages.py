@@ -210,13 +210,20 @@ class SourcePackages:
             described["unavailable_reason"] = source.unavailable
         manifest = source.manifest
         if manifest is None:
-            return {**described, "description": "", "capabilities": {}, "options": []}
+            return {
+                **described,
+                "description": "",
+                "capabilities": {},
+                "options": [],
+                "triggers": [],
+            }
         permissions = manifest.permissions
         described.update(
             description=manifest.description,
             version=manifest.version,
             capabilities=manifest.capabilities.as_dict(),
             options=[option.as_dict() for option in manifest.options],
+            triggers=sorted(manifest.triggers),
             permissions=permissions.normalized(),
         )
         if permissions.asks():

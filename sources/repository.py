@@ -120,3 +120,68 @@ class PackageRepository:
 
     def delete(self, name: str) -> None:
         self.store.query("DELETE type::record('source_package', $name)", {"name": name})
+
+
+class TriggerRepository:
+    """What running the triggers taught the daemon (`trigger_state`) and the webhook
+    deliveries it accepted (`trigger_delivery`); see schema 0009."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def states(self) -> dict[str, dict[str, Any]]:
+        rows = self.store.one("SELECT record::id(id) AS name, state FROM trigger_state")
+        return {row["name"]: row["state"] for row in rows}
+
+    def state(self, name: str) -> dict[str, Any]:
+        rows = self.store.one(
+            "SELECT state FROM type::record('trigger_state', $name)", {"name": name}
+        )
+        return rows[0]["state"] if rows else {}
+
+    def put_state(self, name: str, state: Mapping[str, Any], now: dt.datetime) -> None:
+        self.store.query(
+            "UPSERT type::record('trigger_state', $name) CONTENT "
+            "{state: $state, updated_at: $now} RETURN NONE",
+            {"name": name, "state": dict(state), "now": now},
+        )
+
+    def delete_state(self, name: str) -> None:
+        self.store.query("DELETE type::record('trigger_state', $name)", {"name": name})
+
+    def record_delivery(
+        self, trigger: str, key: str, received_at: dt.datetime, body_sha256: str
+    ) -> dict[str, Any] | None:
+        """Write the delivery's row unless one with its key exists: None when written, else
+        the row found (a repeated delivery)."""
+        row = {
+            "id": RecordID("trigger_delivery", [trigger, key]),
+            "trigger": trigger,
+            "key": key,
+            "received_at": received_at,
+            "body_sha256": body_sha256,
+            "job": None,
+        }
+        created, existing = self.store.query(
+            "INSERT IGNORE INTO trigger_delivery $row RETURN VALUE key;"
+            "SELECT trigger, key, received_at, job FROM ONLY $id;",
+            {"row": row, "id": row["id"]},
+        )
+        return None if created else existing
+
+    def set_delivery_job(self, trigger: str, key: str, job: str) -> None:
+        self.store.query(
+            "UPDATE $id SET job = $job RETURN NONE",
+            {"id": RecordID("trigger_delivery", [trigger, key]), "job": job},
+        )
+
+    def deliveries_without_job(self) -> list[dict[str, Any]]:
+        return self.store.one(
+            "SELECT trigger, key, received_at FROM trigger_delivery WHERE job = NONE OR job = NULL "
+            "ORDER BY received_at"
+        )
+
+    def forget_deliveries(self, before: dt.datetime) -> None:
+        self.store.query(
+            "DELETE trigger_delivery WHERE received_at < $before RETURN NONE", {"before": before}
+        )

@@ -14,10 +14,13 @@ class SourceCapabilities(Shape):
     needs_credentials = serializers.BooleanField()
 
 
+OPTION_TYPES = ["string", "path", "date"]
+
+
 class SourceOption(Shape):
     name = serializers.CharField()
     description = serializers.CharField()
-    type = serializers.ChoiceField(["string", "path", "date"])
+    type = serializers.ChoiceField(OPTION_TYPES)
     breadth = serializers.ChoiceField(
         ["include", "opt_in_include", "exclude", "since"], required=False
     )
@@ -33,6 +36,10 @@ class SourceAdapter(Shape):
     capabilities = SourceCapabilities()
     origin = serializers.ChoiceField(ORIGINS)
     options = serializers.ListField(child=SourceOption())
+    triggers = serializers.ListField(
+        child=serializers.ChoiceField(["watch", "webhook"]),
+        help_text="what may start it besides a timetable: a watch of its files, a webhook",
+    )
     state = serializers.ChoiceField(STATES)
     version = serializers.CharField(required=False, help_text="an installed source's version")
     unavailable_reason = serializers.CharField(

@@ -347,6 +347,31 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "added MinerChangeRequest",
         "added MinerRunRequest",
     ),
+    "Triggers are managed through /api/triggers (api.md Triggers), and a source says which "
+    "triggers may start it": (
+        "added GET /api/triggers",
+        "added POST /api/triggers",
+        "added POST /api/triggers/reload",
+        "added GET /api/triggers/{name}",
+        "added PUT /api/triggers/{name}",
+        "added DELETE /api/triggers/{name}",
+        "added POST /api/triggers/{name}/enable",
+        "added POST /api/triggers/{name}/disable",
+        "added POST /api/triggers/{name}/fire",
+        "added Trigger",
+        "added TriggerState",
+        "added TriggerList",
+        "added TriggerRemoved",
+        "added TriggerFired",
+        "added TriggersReloaded",
+        "added TriggerDefinitionRequest",
+        "added TriggerChangeRequest",
+        "added TriggerTypeEnum",
+        "added TriggerStatusEnum",
+        "added FireOutcomeEnum",
+        "added TriggersEnum",
+        "added SourceAdapter.triggers",
+    ),
     "Recall's JSON request has a filter without room, which recall refuses": (
         "added RecallBodyRequest",
         "added RecallFilterRequest",
@@ -667,6 +692,20 @@ def test_real_answers_are_what_the_document_declares(
         answer("POST", "/api/miners/{name}/enable", **miner)
         answer.job(answer("POST", "/api/miners/{name}/run", 201, **miner)["id"])
         answer("POST", "/api/miners/reload")
+
+        # A trigger of that miner defined, listed, shown, changed, enabled, fired, disabled,
+        # reloaded, removed.
+        trigger = {"name": "openapi-hourly"}
+        schedule = {"miner": "openapi", "type": "schedule", "settings": {"every": "1h"}}
+        answer("POST", "/api/triggers", 201, json={**trigger, **schedule})
+        answer("GET", "/api/triggers")
+        answer("GET", "/api/triggers/{name}", **trigger)
+        answer("PUT", "/api/triggers/{name}", json={"settings": {"every": "2h"}}, **trigger)
+        answer("POST", "/api/triggers/{name}/enable", **trigger)
+        answer.job(answer("POST", "/api/triggers/{name}/fire", 202, **trigger)["job"])
+        answer("POST", "/api/triggers/{name}/disable", **trigger)
+        answer("POST", "/api/triggers/reload")
+        answer("DELETE", "/api/triggers/{name}", **trigger)
         answer("DELETE", "/api/miners/{name}", **miner)
 
         answer("POST", "/api/jobs/prune", json={"older_than_days": 365})

@@ -8,8 +8,6 @@ JSON when it is valid JSON (`3`, `true`, `["a","b"]`) and as a string otherwise 
 from __future__ import annotations
 
 import json
-import os
-import re
 from typing import Any
 from urllib.parse import quote
 
@@ -25,8 +23,8 @@ from memcastle_project.cli import (
     job_card,
     table,
 )
+from sources.management.words import credential_text, local_path, pairs
 
-OPTION = re.compile(r"^([^=\s]+)=(.*)$", re.DOTALL)
 UNSETTABLE = ("locator", "wing", "credential")
 NAME_HELP = "the miner's name"
 
@@ -71,7 +69,7 @@ class Command(DaemonCommand):
             self.out.show(self._set(options), _miner_card)
         elif action == "run":
             body = {
-                "options": _pairs(options["options"]),
+                "options": pairs(options["options"]),
                 "full": options["full"],
                 "allow_broaden": options["allow_broaden"],
             }
@@ -144,13 +142,13 @@ def _patch(options: dict[str, Any]) -> dict[str, Any]:
     if options["source"]:
         patch["source"] = options["source"]
     if options["locator"]:
-        patch["locator"] = _local_path(options["locator"])
+        patch["locator"] = local_path(options["locator"])
     if options["wing"]:
         patch["wing"] = options["wing"]
     if options["credential_env"]:
         patch["credential"] = {"type": "env", "name": options["credential_env"]}
     elif options["credential_file"]:
-        path = _local_path(options["credential_file"])
+        path = local_path(options["credential_file"])
         patch["credential"] = {"type": "file", "path": path}
     elif options["credential_oauth"]:
         patch["credential"] = {"type": "oauth"}
@@ -158,7 +156,7 @@ def _patch(options: dict[str, Any]) -> dict[str, Any]:
         if key in patch:
             raise InputInvalid(f"--unset {key}", f"contradicts the {key} given")
         patch[key] = None
-    scope: dict[str, Any] = _pairs(options["option"])
+    scope: dict[str, Any] = pairs(options["option"])
     for key in options["unset_option"]:
         if key in scope:
             raise InputInvalid(f"--unset-option {key}", "contradicts the --option given")
@@ -172,41 +170,9 @@ def _patch(options: dict[str, Any]) -> dict[str, Any]:
     return patch
 
 
-def _pairs(words: list[str]) -> dict[str, Any]:
-    """KEY=VALUE words; a value is JSON when valid JSON, else the string; a key given twice is
-    refused."""
-    values: dict[str, Any] = {}
-    for word in words:
-        match = OPTION.match(word)
-        if match is None:
-            raise InputInvalid("KEY=VALUE", f"{word!r} is not KEY=VALUE")
-        key, raw = match.groups()
-        if key in values:
-            raise InputInvalid(key, "is given twice")
-        try:
-            values[key] = json.loads(raw)
-        except ValueError:
-            values[key] = raw
-    return values
-
-
-def _local_path(value: str) -> str:
-    """A path relative to this shell made absolute (the daemon has another working directory);
-    anything else, such as a URL, is left as it is."""
-    if value.startswith((".", "~")):
-        return os.path.abspath(os.path.expanduser(value))
-    return value
-
-
 def _path(name: str, action: str | None = None) -> str:
     path = f"/api/miners/{quote(name, safe='')}"
     return f"{path}/{action}" if action else path
-
-
-def _credential_text(credential: dict[str, Any] | None) -> str:
-    if not credential:
-        return ""
-    return f"{credential['kind']} ({'available' if credential['available'] else 'missing'})"
 
 
 def _listing(out: Output, miners: list[dict[str, Any]]) -> str:
@@ -217,7 +183,7 @@ def _listing(out: Output, miners: list[dict[str, Any]]) -> str:
             "yes" if miner["enabled"] else out.dim("no"),
             miner.get("locator") or "",
             miner.get("wing") or "",
-            _credential_text(miner.get("credential")),
+            credential_text(miner.get("credential")),
         ]
         for miner in miners
     ]
@@ -234,7 +200,7 @@ def _miner_card(out: Output, miner: dict[str, Any]) -> str:
             ("enabled", "yes" if miner["enabled"] else "no"),
             ("locator", miner.get("locator")),
             ("wing", miner.get("wing")),
-            ("credential", _credential_text(miner.get("credential"))),
+            ("credential", credential_text(miner.get("credential"))),
             ("scope", json.dumps(miner["scope"]) if miner.get("scope") else None),
             ("config", json.dumps(miner["config"]) if miner.get("config") else None),
         ],
