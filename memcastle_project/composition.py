@@ -43,6 +43,7 @@ from palace.repositories.maintenance import MaintenanceRepository
 from palace.repositories.revisions import RevisionRepository
 from palace.revisions import RevisionService
 from palace.search.indexes import SearchIndexes
+from palace.search.preferences import load_preferences
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from sources.components import ComponentRuntime
@@ -141,7 +142,14 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         journal=JournalService(JournalRepository(store), hierarchy, filing),
         embeddings=embeddings,
         indexes=indexes,
-        search=SearchService(hierarchy, indexes, embeddings, graph_reads),
+        # The source preferences are read once, here: changing them needs a restart.
+        search=SearchService(
+            hierarchy,
+            indexes,
+            embeddings,
+            graph_reads,
+            preferences=load_preferences(config.config_file, config.palace_path),
+        ),
         entities=entities,
         facts=FactService(FactRepository(store), entities, events),
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),

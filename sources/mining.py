@@ -384,13 +384,17 @@ class Pipeline:
             source={
                 "kind": canonical.kind,
                 "uri": canonical.uri,
-                "origin": {
-                    "source_id": self.source_id,
-                    "source": self.ref.source,
-                    "document": document.raw.external_id,
-                    "chunk": index,
-                    "revision": document.raw.revision,
-                },
+                "origin": _origin(
+                    source_id=self.source_id,
+                    source=self.ref.source,
+                    document=document.raw.external_id,
+                    chunk=index,
+                    revision=document.raw.revision,
+                    # The document's metadata as mined: what source preferences match on, and
+                    # when it happened, which their freshness counts from (search.md 5).
+                    metadata=document.raw.metadata or None,
+                    occurred_at=document.raw.occurred_at,
+                ),
             },
             drawer_id=self._chunk_id(document, index),
             job_id=self.job.job_id,
@@ -471,3 +475,8 @@ MINE = JobKind(
     summary="read a source (a directory, by default) and file its documents as drawers",
     writes_palace=lambda params: True,
 )
+
+
+def _origin(**values: Any) -> dict[str, Any]:
+    """A mined drawer's `source.origin`: what is known of where it came from, nothing unset."""
+    return {key: value for key, value in values.items() if value is not None}

@@ -412,13 +412,16 @@ def test_a_changed_chunk_supersedes_only_its_own_drawer(
     assert replacement["valid_from"] == closed["valid_to"]
     assert replacement["content"] == after[1]
     assert replacement["name"] is None
-    assert replacement["source"]["origin"] == {
+    origin = replacement["source"]["origin"]
+    assert {key: origin[key] for key in ORIGIN_KEYS} == {
         "source_id": source_id,
         "source": "directory",
         "document": "big.md",
         "chunk": 1,
         "revision": sha256(edited),
     }
+    # The document's metadata as mined, which source preferences match on.
+    assert origin["metadata"]["size"] == len(edited.encode())
     assert replacement["provenance"]["job_id"] == second["id"]
     for version_of in (old_ids[1], new_id):
         assert [v["id"] for v in history(client, version_of)] == [old_ids[1], new_id]
@@ -755,6 +758,7 @@ def test_sources_lists_the_directory_adapter_and_the_places_mined(
                     "breadth": "since",
                 }
             ],
+            "triggers": ["watch", "webhook"],
             "state": "enabled",
         }
     ]

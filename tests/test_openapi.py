@@ -383,6 +383,19 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
     "A search filter's temporal is one of the forms the daemon reads, not any JSON": (
         "changed SearchFilterRequest.temporal",
     ),
+    "Added since: the effective configuration, secrets left out (docs/api.md, Configuration)": (
+        "added GET /api/config",
+        "added EffectiveConfig",
+        "added ConfigAssets",
+    ),
+    "A hit's signals declare each leg's score and, with source preferences configured, "
+    "`signals.preference` (api.md Searching), which is an object, not a score": (
+        "added SearchSignals",
+        "added PreferenceSignal",
+        "added PreferenceCriterion",
+        "added LevelEnum",
+        "changed SearchHit.signals",
+    ),
 }
 
 
@@ -509,6 +522,7 @@ def test_real_answers_are_what_the_document_declares(
         w = {"wing": wing_name}
         answer("GET", "/api/health")
         answer("GET", "/api/status")
+        answer("GET", "/api/config")
         answer("POST", "/api/wings", 201, json={"name": wing_name})
         answer("POST", "/api/wings", 200, json={"name": wing_name, "description": "d"})
         answer("GET", "/api/wings")

@@ -1,11 +1,13 @@
 """Search and recall: the one service every interface calls (search.md section 1).
 
 It checks the memory mode, resolves the scope, gets a query vector when the ranking wants one,
-runs the legs on the derived indexes and returns the stored drawers verbatim with their score.
+runs the legs on the derived indexes and returns the stored drawers verbatim with their score,
+re-scored by the source preferences when a policy is set (`palace.search.preferences`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from kernel.errors import InputInvalid, MemCastleError
 from palace.hierarchy import HierarchyService
 from palace.search import expansion, lexical
 from palace.search.indexes import SearchIndexes
+from palace.search.preferences import Preferences, candidate_pool
 from palace.search.query import SearchQuery
 from palace.search.scope import Scope
 from palace.search.shapes import SearchResults
@@ -50,22 +53,27 @@ class SearchService:
         embeddings: EmbeddingService,
         graph: GraphReads,
         clock: Callable[[], Any] = utc_now,
+        preferences: Preferences | None = None,
     ) -> None:
         self.hierarchy = hierarchy
         self.indexes = indexes
         self.embeddings = embeddings
         self.graph = graph
         self.clock = clock
+        # Only a policy that changes some level re-scores (search.md 5): without one, search
+        # takes exactly the path it took before preferences existed.
+        self.preferences = preferences if preferences is not None and preferences.active else None
 
     def search(self, ctx: RequestContext, query: SearchQuery, *, recall: bool = False) -> dict:
         ctx.require_read("recall" if recall else "search")
         wing, rooms = self.hierarchy.resolve_place(query.wing, query.room)
+        now = self.clock()
         scope = Scope(
             wing=wing,
             rooms=rooms,
             tags=query.tags,
             source_kind=query.source_kind,
-            window=query.period.bounds_ns(self.clock()),
+            window=query.period.bounds_ns(now),
         )
         profile, vector = self._query_vector(query)
         ranking = query.ranking
@@ -78,11 +86,11 @@ class SearchService:
             )
         self.indexes.refresh()
         with self.indexes.lock:
-            ranked = self._rank(ranking, query, scope, profile, vector)
-        hits = self._hits(ranked[: query.limit])
+            ranked = self._rank(ranking, query.text, scope, profile, vector, self._pool(query))
+        hits = self._preferred(self._hits(ranked), query.limit, now)
         if query.expand and hits:
             # Related drawers follow the direct hits, which stay as they are (search.md 4).
-            hits += self._related(scope, hits, query.limit)
+            hits += self._related(scope, hits, query, now)
         return SearchResults.render(
             {
                 "query": query.text,
@@ -143,25 +151,25 @@ class SearchService:
     def _rank(
         self,
         ranking: str,
-        query: SearchQuery,
+        text: str,
         scope: Scope,
         profile: Profile | None,
         vector: np.ndarray | None,
+        limit: int,
     ) -> list[tuple[str, float, dict[str, float]]]:
-        """(drawer id, score, signals), best first, equal scores by id."""
-        limit = query.limit
+        """(drawer id, score, signals), best first, equal scores by id, at most `limit`."""
         if ranking == "lexical":
-            return [(i, s, {"lexical": s}) for i, s in self._lexical(query.text, scope, limit)]
+            return [(i, s, {"lexical": s}) for i, s in self._lexical(text, scope, limit)]
         assert profile is not None and vector is not None
         if ranking == "semantic":
             return [
                 (i, s, {"semantic": s}) for i, s in self._semantic(profile, vector, scope, limit)
             ]
         pool = max(2 * limit, 20)
-        words = lexical.terms(query.text)
+        words = lexical.terms(text)
         lexical_hits = self._lexical_leg(words, scope, pool, every_word=False)
         semantic_hits = self._semantic(profile, vector, scope, pool)
-        return fuse({"lexical": lexical_hits, "semantic": semantic_hits})
+        return fuse({"lexical": lexical_hits, "semantic": semantic_hits})[:limit]
 
     def _lexical(self, text: str, scope: Scope, limit: int) -> list[tuple[str, float]]:
         """Every word first; any word only when nothing matched and there are several."""
@@ -190,19 +198,34 @@ class SearchService:
         return hits[:limit]
 
     def _related(
-        self, scope: Scope, direct: list[dict[str, Any]], limit: int
+        self, scope: Scope, direct: list[dict[str, Any]], query: SearchQuery, now: dt.datetime
     ) -> list[dict[str, Any]]:
         """The hits expansion appends after `direct`: each the stored drawer verbatim with
         `score` and `signals.graph` (its graph signal) and `via` (the connecting entities'
-        names)."""
+        names). The preferences re-score them as a page of their own."""
         with self.indexes.lock:
             in_scope = expansion.in_catalog(self.indexes.catalog, scope)
         related = expansion.expand(
-            self.graph, [hit["id"] for hit in direct], in_scope, scope.window, limit
+            self.graph, [hit["id"] for hit in direct], in_scope, scope.window, self._pool(query)
         )
         via = {item.drawer_id: list(item.via) for item in related}
         hits = self._hits([(item.drawer_id, item.graph, {"graph": item.graph}) for item in related])
-        return [{**hit, "via": via[hit["id"]]} for hit in hits]
+        return self._preferred([{**hit, "via": via[hit["id"]]} for hit in hits], query.limit, now)
+
+    # Source preferences ------------------------------------------------------------------
+
+    def _pool(self, query: SearchQuery) -> int:
+        """How many candidates to rank: the page itself, or the wider pool the preferences
+        re-score (search.md 5)."""
+        return query.limit if self.preferences is None else candidate_pool(query.limit)
+
+    def _preferred(
+        self, hits: list[dict[str, Any]], limit: int, now: dt.datetime
+    ) -> list[dict[str, Any]]:
+        """The best `limit` of a page of hits: as ranked, or re-scored by the preferences."""
+        if self.preferences is None:
+            return hits[:limit]
+        return self.preferences.rerank(hits, now)[:limit]
 
     def _hits(self, ranked: list[tuple[str, float, dict[str, float]]]) -> list[dict[str, Any]]:
         drawers = self.hierarchy.drawers_by_ids(drawer_id for drawer_id, _, _ in ranked)

@@ -10,15 +10,39 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from kernel.shapes import Shape
+from palace.search.preferences import LEVELS
 from palace.shapes import Drawer
+
+
+# The criterion of a source preference that set a hit's level, as configured (ADR-048).
+class PreferenceCriterion(Shape):
+    path = serializers.CharField(help_text="a dot-path into the origin's metadata")
+    equals = serializers.JSONField(help_text="the JSON scalar found there")
+    level = serializers.ChoiceField(LEVELS)
+
+
+# How the source preferences leveled a hit; present only when a policy is set.
+class PreferenceSignal(Shape):
+    level = serializers.ChoiceField(LEVELS, help_text="the effective level")
+    # Typed as DRF's `Field.source` to mypy, as `Drawer.source` is.
+    source = serializers.CharField(  # type: ignore[assignment]
+        required=False, help_text="the mining source (origin.source), when the drawer has one"
+    )
+    criterion = PreferenceCriterion(required=False)
+
+
+# Each leg's own score, for the legs that found the hit, and the preference that leveled it.
+class SearchSignals(Shape):
+    lexical = serializers.FloatField(required=False, help_text="BM25")
+    semantic = serializers.FloatField(required=False, help_text="cosine similarity")
+    graph = serializers.FloatField(required=False, help_text="an expanded hit's graph signal")
+    preference = PreferenceSignal(required=False)
 
 
 # A hit is the stored drawer verbatim with what ranked it (api.md "Searching").
 class SearchHit(Drawer):
     score = serializers.FloatField(help_text="comparable only within one response")
-    signals = serializers.DictField(
-        child=serializers.FloatField(), required=False, help_text="each leg's own score"
-    )
+    signals = SearchSignals(required=False)
     via = serializers.ListField(child=serializers.CharField(), required=False)
 
 
