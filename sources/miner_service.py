@@ -211,14 +211,15 @@ class MinerService:
             miner = self._find(name)
         if not miner.enabled:
             raise MinerDisabled(f"miner {miner.name} is disabled")
-        if self._adapter_options(miner.source) is None:
+        declared = self._adapter_options(miner.source)
+        if declared is None:
             raise NotRunnable(
                 f"miner {miner.name} names the {miner.source} source, which is not installed"
             )
         options = flatten(miner, extra)
-        self._check_declared(miner, options)
+        _check_declared(miner, options, declared)
         reasons = broadening(
-            miner, replace(miner, scope={**miner.scope, **extra}), self._breadths(miner.source)
+            miner, replace(miner, scope={**miner.scope, **extra}), _breadths(declared)
         )
         if reasons and not allow_broaden:
             raise ScopeBroadened(
@@ -249,10 +250,8 @@ class MinerService:
 
     def source_triggers(self, source: str) -> frozenset[str]:
         """The triggers a source declares it can be started by (`[triggers.*]`)."""
-        for adapter in self._packages.adapters():
-            if adapter["name"] == source:
-                return frozenset(adapter.get("triggers", ()))
-        return frozenset()
+        described = self._packages.described(source)
+        return frozenset(described.get("triggers", ())) if described is not None else frozenset()
 
     # The file's state.
 
@@ -312,14 +311,11 @@ class MinerService:
 
     def _adapter_options(self, source: str) -> builtins.list[dict[str, Any]] | None:
         """The options a source declares, or None when there is no such source."""
-        for adapter in self._packages.adapters():
-            if adapter["name"] == source:
-                return builtins.list(adapter.get("options", []))
-        return None
+        described = self._packages.described(source)
+        return None if described is None else builtins.list(described.get("options", []))
 
     def _breadths(self, source: str) -> dict[str, str | None]:
-        options = self._adapter_options(source) or []
-        return {option["name"]: option.get("breadth") for option in options}
+        return _breadths(self._adapter_options(source) or [])
 
     def _check_usable(self, miner: Miner) -> None:
         """An enabled miner's source can run, its credential resolves, its options are ones
@@ -344,7 +340,8 @@ class MinerService:
                 help="set it up where the daemon runs, or save the miner disabled",
             )
         try:
-            self._check_declared(miner, {**miner.scope, **miner.config})
+            declared = self._adapter_options(miner.source) or []
+            _check_declared(miner, {**miner.scope, **miner.config}, declared)
         except NotRunnable as exc:
             raise MinerInvalid(exc.message) from None
         if miner.source == DIRECTORY and not (miner.locator and os.path.isabs(miner.locator)):
@@ -355,15 +352,6 @@ class MinerService:
         manifest = installed.manifest if installed is not None else None
         return manifest is not None and manifest.permissions.oauth is not None
 
-    def _check_declared(self, miner: Miner, options: Mapping[str, object]) -> None:
-        declared = [option["name"] for option in self._adapter_options(miner.source) or []]
-        for key in sorted(options):
-            if key not in declared:
-                raise NotRunnable(
-                    f"`{key}` is not an option of the {miner.source} source (it accepts: "
-                    f"{', '.join(declared) or 'none'})"
-                )
-
     def _check_credential(self, miner: Miner) -> None:
         credential = miner.credential
         if credential is None or credential.available(self._environ):
@@ -373,6 +361,23 @@ class MinerService:
         raise NotRunnable(
             f"the {credential.kind} credential of miner {miner.name} does not resolve"
         )
+
+
+def _breadths(declared: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
+    """How each declared option may widen what a source reads (its `breadth`)."""
+    return {option["name"]: option.get("breadth") for option in declared}
+
+
+def _check_declared(
+    miner: Miner, options: Mapping[str, object], declared: Sequence[Mapping[str, Any]]
+) -> None:
+    names = [option["name"] for option in declared]
+    for key in sorted(options):
+        if key not in names:
+            raise NotRunnable(
+                f"`{key}` is not an option of the {miner.source} source (it accepts: "
+                f"{', '.join(names) or 'none'})"
+            )
 
 
 def _without_channel(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -121,6 +121,9 @@ class SourcePackages:
         # SHA-256 of component files by (path, size, mtime, inode): reading a source's state
         # must not hash megabytes every time, and any write to the file changes the key.
         self._digests: dict[tuple[str, int, int, int], str] = {}
+        # Manifests as parsed, by their text: a row's manifest never changes in place, and
+        # reading the sources is on the path of every miner run and webhook delivery.
+        self._manifests: dict[str, Manifest] = {}
         self._lock = threading.Lock()
 
     # Reading.
@@ -140,7 +143,7 @@ class SourcePackages:
         unavailable: str | None
         manifest: Manifest | None
         try:
-            manifest = parse_manifest(row["manifest"], builtin_names=self.builtin_names())
+            manifest = self._parsed(row["manifest"])
         except MemCastleError as exc:
             manifest = None
             unavailable = f"its manifest is no longer valid: {exc.message}"
@@ -165,6 +168,13 @@ class SourcePackages:
         root = self.config.bundled_dir if origin == "bundled" else self.config.sources_dir
         return root / name
 
+    def _parsed(self, text: str) -> Manifest:
+        manifest = self._manifests.get(text)
+        if manifest is None:
+            manifest = parse_manifest(text, builtin_names=self.builtin_names())
+            self._manifests[text] = manifest
+        return manifest
+
     def _component_problem(self, directory: Path, digest: str) -> str | None:
         path = directory / COMPONENT
         try:
@@ -179,6 +189,14 @@ class SourcePackages:
         if actual != digest:
             return f"its component {path} was altered after it was installed"
         return None
+
+    def described(self, name: str) -> dict[str, Any] | None:
+        """One source as `adapters()` lists it, or None when there is no such source."""
+        builtin = self._builtin.get(name)
+        if builtin is not None:
+            return {**describe(builtin), "state": "enabled"}
+        source = self.find(name)
+        return None if source is None else self._describe(source)
 
     def adapters(self) -> list[dict[str, Any]]:
         """Every source, as `GET /api/sources` lists it."""

@@ -4,7 +4,7 @@ the store."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from surrealdb import RecordID
@@ -139,41 +139,57 @@ class TriggerRepository:
         )
         return rows[0]["state"] if rows else {}
 
-    def put_state(self, name: str, state: Mapping[str, Any], now: dt.datetime) -> None:
-        self.store.query(
+    def put_state(
+        self,
+        name: str,
+        state: Mapping[str, Any],
+        now: dt.datetime,
+        *,
+        deliveries: Sequence[str] = (),
+        job: str | None = None,
+    ) -> None:
+        """Save a trigger's state; with `deliveries` (their keys), give those webhook
+        deliveries' rows their `job` in the same round trip."""
+        sql = (
             "UPSERT type::record('trigger_state', $name) CONTENT "
-            "{state: $state, updated_at: $now} RETURN NONE",
-            {"name": name, "state": dict(state), "now": now},
+            "{state: $state, updated_at: $now} RETURN NONE;"
         )
+        variables: dict[str, Any] = {"name": name, "state": dict(state), "now": now}
+        if deliveries:
+            sql += "UPDATE $deliveries SET job = $job RETURN NONE;"
+            variables.update(deliveries=_delivery_ids(name, deliveries), job=job)
+        self.store.query(sql, variables)
 
     def delete_state(self, name: str) -> None:
         self.store.query("DELETE type::record('trigger_state', $name)", {"name": name})
 
-    def record_delivery(
-        self, trigger: str, key: str, received_at: dt.datetime, body_sha256: str
-    ) -> dict[str, Any] | None:
-        """Write the delivery's row unless one with its key exists: None when written, else
-        the row found (a repeated delivery)."""
-        row = {
-            "id": RecordID("trigger_delivery", [trigger, key]),
-            "trigger": trigger,
-            "key": key,
-            "received_at": received_at,
-            "body_sha256": body_sha256,
-            "job": None,
-        }
-        created, existing = self.store.query(
-            "INSERT IGNORE INTO trigger_delivery $row RETURN VALUE key;"
-            "SELECT trigger, key, received_at, job FROM ONLY $id;",
-            {"row": row, "id": row["id"]},
+    def record_deliveries(
+        self, trigger: str, received: Sequence[tuple[str, str]], received_at: dt.datetime
+    ) -> dict[str, dict[str, Any]]:
+        """Write a row for each delivery `(key, body_sha256)` whose key is new, in one round
+        trip: the rows that existed already (repeated deliveries), by key."""
+        rows = [
+            {
+                "id": RecordID("trigger_delivery", [trigger, key]),
+                "trigger": trigger,
+                "key": key,
+                "received_at": received_at,
+                "body_sha256": digest,
+                "job": None,
+            }
+            for key, digest in received
+        ]
+        existing, _ = self.store.query(
+            "SELECT key, received_at, job FROM $ids;"
+            "INSERT IGNORE INTO trigger_delivery $rows RETURN NONE;",
+            {"ids": [row["id"] for row in rows], "rows": rows},
         )
-        return None if created else existing
+        return {row["key"]: row for row in existing}
 
-    def set_delivery_job(self, trigger: str, key: str, job: str) -> None:
-        self.store.query(
-            "UPDATE $id SET job = $job RETURN NONE",
-            {"id": RecordID("trigger_delivery", [trigger, key]), "job": job},
-        )
+    def forget_delivery_keys(self, trigger: str, keys: Sequence[str]) -> None:
+        """Drop deliveries that were refused after all, so that the sender may send them
+        again."""
+        self.store.query("DELETE $ids RETURN NONE", {"ids": _delivery_ids(trigger, keys)})
 
     def deliveries_without_job(self) -> list[dict[str, Any]]:
         return self.store.one(
@@ -185,3 +201,7 @@ class TriggerRepository:
         self.store.query(
             "DELETE trigger_delivery WHERE received_at < $before RETURN NONE", {"before": before}
         )
+
+
+def _delivery_ids(trigger: str, keys: Sequence[str]) -> list[RecordID]:
+    return [RecordID("trigger_delivery", [trigger, key]) for key in keys]

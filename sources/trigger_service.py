@@ -13,6 +13,7 @@ import builtins
 import datetime as dt
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +52,51 @@ PATCH_KEYS = (*KEYS, "settings")
 FIRED_BY = "trigger"
 
 
+class TriggerStates:
+    """What running each trigger taught the daemon, kept in the store and in memory.
+
+    This daemon is the only writer of its triggers' state, so it reads the rows once and then
+    writes through: a webhook delivery costs no read of it."""
+
+    def __init__(self, repository: TriggerRepository) -> None:
+        self._repository = repository
+        self._states: dict[str, dict[str, Any]] | None = None
+        self._lock = threading.Lock()
+
+    def all(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {name: dict(state) for name, state in self._loaded().items()}
+
+    def get(self, name: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._loaded().get(name, {}))
+
+    def put(
+        self,
+        name: str,
+        state: Mapping[str, Any],
+        now: dt.datetime,
+        *,
+        deliveries: Sequence[str] = (),
+    ) -> None:
+        """Save `state`; with `deliveries` (their keys), record that the webhook deliveries
+        fired its `last_job`, in the same write."""
+        with self._lock:
+            job = state.get("last_job")
+            self._repository.put_state(name, state, now, deliveries=deliveries, job=job)
+            self._loaded()[name] = dict(state)
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            self._repository.delete_state(name)
+            self._loaded().pop(name, None)
+
+    def _loaded(self) -> dict[str, dict[str, Any]]:
+        if self._states is None:
+            self._states = self._repository.states()
+        return self._states
+
+
 class TriggerService:
     """The triggers of one daemon, as its configuration file holds them, with their state."""
 
@@ -66,7 +112,7 @@ class TriggerService:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self._miners = miners
-        self._repository = repository
+        self._states = TriggerStates(repository)
         self._events = events
         self._webhook = webhook
         self._clock = clock
@@ -86,13 +132,13 @@ class TriggerService:
     def list(self, ctx: RequestContext) -> dict[str, Any]:
         ctx.require_read("trigger_list")
         triggers = sorted(self.current(), key=lambda trigger: trigger.name)
-        states = self._repository.states()
+        states = self._states.all()
         return {"triggers": [self._shown(t, states.get(t.name, {})) for t in triggers]}
 
     def get(self, ctx: RequestContext, name: object) -> dict[str, Any]:
         ctx.require_read("trigger_get")
         trigger = self._find(name)
-        return self._shown(trigger, self._repository.state(trigger.name))
+        return self._shown(trigger, self._states.get(trigger.name))
 
     def current(self) -> builtins.list[Trigger]:
         """The triggers as the file holds them now (a hand edit is picked up here)."""
@@ -134,7 +180,7 @@ class TriggerService:
             self._write([*self._set.kept(), Planned(trigger)])
         self._started(trigger, None)
         self._announce("created", trigger.name, "defined")
-        return self._shown(trigger, self._repository.state(trigger.name))
+        return self._shown(trigger, self._states.get(trigger.name))
 
     def change(self, name: str, data: object) -> dict[str, Any]:
         """Apply a JSON merge patch to a trigger's definition: a key replaces its value, null
@@ -155,10 +201,10 @@ class TriggerService:
                 self._check_activatable(new)
             self._write(self._set.replacing(index, new))
         if new.name != old.name:
-            self._repository.delete_state(old.name)
+            self._states.delete(old.name)
         self._started(new, old)
         self._announce("updated", new.name, "changed")
-        return self._shown(new, self._repository.state(new.name))
+        return self._shown(new, self._states.get(new.name))
 
     def enable(self, name: str) -> dict[str, Any]:
         return self._switch(name, enabled=True)
@@ -171,21 +217,21 @@ class TriggerService:
             self._set.writable()
             index, trigger = self._indexed(name)
             if trigger.enabled == enabled:
-                return self._shown(trigger, self._repository.state(trigger.name))
+                return self._shown(trigger, self._states.get(trigger.name))
             old, trigger = trigger, replace(trigger, enabled=enabled)
             if enabled:
                 self._check_activatable(trigger)
             self._write(self._set.replacing(index, trigger))
         self._started(trigger, old)
         self._announce("updated", trigger.name, "enabled" if enabled else "disabled")
-        return self._shown(trigger, self._repository.state(trigger.name))
+        return self._shown(trigger, self._states.get(trigger.name))
 
     def remove(self, name: str) -> dict[str, Any]:
         with self._lock:
             self._set.writable()
             index, trigger = self._indexed(name)
             self._write([planned for planned in self._set.kept() if planned.origin != index])
-        self._repository.delete_state(trigger.name)
+        self._states.delete(trigger.name)
         self._announce("deleted", trigger.name, "removed")
         return {"removed": trigger.name}
 
@@ -211,20 +257,27 @@ class TriggerService:
             raise TriggerDisabled(f"trigger {trigger.name} is disabled")
         return self.run(trigger, ctx)
 
-    def run(self, trigger: Trigger, ctx: RequestContext | None = None) -> dict[str, Any]:
+    def run(
+        self,
+        trigger: Trigger,
+        ctx: RequestContext | None = None,
+        *,
+        deliveries: Sequence[str] = (),
+    ) -> dict[str, Any]:
         """Fire `trigger` (the supervisor, the webhook listener and `fire` come here): its
         miner's job queued or joined, counted in its state; a refusal is counted as a failure
-        and raised. Unattended fires are requested by `trigger`."""
+        and raised. Unattended fires are requested by `trigger`. `deliveries` are the keys of
+        the webhook deliveries that fired it, whose rows are given the job in the same write."""
         ctx = ctx or RequestContext.build(requested_by=FIRED_BY)
         now = self._clock()
-        state = self._repository.state(trigger.name)
+        state = self._states.get(trigger.name)
         try:
             job, joined = self._miners.fire(ctx, trigger.miner)
         except MemCastleError as exc:
             self.failed(trigger.name, state, f"{exc.code}: {exc.message}")
             raise
         state.update(last_fired=now, fires=state.get("fires", 0) + 1, last_job=job["id"])
-        self._repository.put_state(trigger.name, state, now)
+        self._states.put(trigger.name, state, now, deliveries=deliveries)
         word = "coalesced" if joined else "fired"
         self._announce("updated", trigger.name, word)
         logger.info(
@@ -235,12 +288,12 @@ class TriggerService:
     def failed(self, name: str, state: dict[str, Any], error: str) -> None:
         """Count a failure of the trigger's last fire (refused, or its job failed)."""
         state.update(failures=state.get("failures", 0) + 1, last_error=error)
-        self._repository.put_state(name, state, self._clock())
+        self._states.put(name, state, self._clock())
         self._announce("updated", name, "failed")
 
     def succeeded(self, name: str, state: dict[str, Any]) -> None:
         state.update(failures=0)
-        self._repository.put_state(name, state, self._clock())
+        self._states.put(name, state, self._clock())
 
     # What a trigger needs.
 
@@ -291,13 +344,13 @@ class TriggerService:
         state.update(
             next_due=next_due(trigger, now, interval=interval), timetable=timetable_key(trigger)
         )
-        self._repository.put_state(trigger.name, state, now)
+        self._states.put(trigger.name, state, now)
 
     def state(self, name: str) -> dict[str, Any]:
-        return self._repository.state(name)
+        return self._states.get(name)
 
     def save_state(self, name: str, state: Mapping[str, Any]) -> None:
-        self._repository.put_state(name, state, self._clock())
+        self._states.put(name, state, self._clock())
 
     def _started(self, trigger: Trigger, old: Trigger | None) -> None:
         """A trigger enabled now, or whose timetable changed, is first due one interval on."""
@@ -305,7 +358,7 @@ class TriggerService:
             return
         if old is not None and old.enabled and timetable_key(old) == timetable_key(trigger):
             return
-        state = self._repository.state(trigger.name)
+        state = self._states.get(trigger.name)
         state.pop("interval", None)
         self.schedule(trigger, state, self._clock())
 

@@ -248,8 +248,8 @@ def test_a_delivery_the_daemon_died_on_is_queued_once_at_the_next_start(
     try:
         deliveries = TriggerRepository(store)
         now = dt.datetime.now(dt.UTC)
-        for key in ("lost-1", "lost-2"):
-            assert deliveries.record_delivery("push", key, now, "0" * 64) is None
+        lost = [("lost-1", "0" * 64), ("lost-2", "1" * 64)]
+        assert deliveries.record_deliveries("push", lost, now) == {}
     finally:
         store.close()
 
