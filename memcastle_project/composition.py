@@ -27,6 +27,7 @@ from kernel.config import Config, default_config_file
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
+from memcastle_project.configuration import ConfigurationReport
 from memcastle_project.console import DatabaseConsole
 from memcastle_project.repository import TokenRepository
 from memcastle_project.system import SystemService
@@ -54,6 +55,7 @@ from sources.services import SourceService
 from sources.trigger_service import TriggerService
 from sources.trigger_supervisor import TriggerSupervisor
 from sources.webhooks import WebhookDeliveries, WebhookListener
+from web.files import DIST as DASHBOARD_DIR
 
 if TYPE_CHECKING:
     from graph.extraction import ExtractServices
@@ -95,6 +97,7 @@ class Services:
     supervisor: TriggerSupervisor
     system: SystemService
     console: DatabaseConsole
+    configuration: ConfigurationReport
 
 
 def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
@@ -161,6 +164,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         supervisor=TriggerSupervisor(triggers, jobs, listener),
         system=SystemService(config, store, hierarchy, jobs, indexes, embeddings, bind_addr),
         console=DatabaseConsole(config, store, tokens, daemon_port=_port(bind_addr, config)),
+        configuration=ConfigurationReport(config, dashboard_dir=DASHBOARD_DIR),
     )
     executor.services = services
     return services

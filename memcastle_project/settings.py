@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "graph",
     "sources",
     "mcp_bridge",
+    "web",
     "memcastle_project",
 ]
 MIDDLEWARE: list[str] = []

@@ -97,3 +97,26 @@ class DatabaseConsoleAnswer(Shape):
     already_running = serializers.BooleanField(
         help_text="true only on an open that found the console already open as asked"
     )
+
+
+class ConfigAssets(Shape):
+    dashboard = serializers.CharField(help_text="the directory the dashboard's files come from")
+    bundled_sources = serializers.CharField(help_text="the directory of the bundled sources")
+
+
+# The effective configuration (`GET /api/config`): each section of the file (`server`, `jobs`,
+# `embeddings`...) with its values as the daemon runs with them. A secret is never in it:
+# `secrets` only says whether each one is set.
+class EffectiveConfig(Shape):
+    config_file = serializers.CharField(
+        allow_null=True, help_text="the file read at start-up, null when there was none"
+    )
+    settings = serializers.DictField(
+        child=serializers.DictField(),
+        help_text="each section of the configuration file, by name, with every value but secrets",
+    )
+    secrets = serializers.DictField(
+        child=serializers.BooleanField(),
+        help_text="each secret setting (`auth.token`, `store.password`...): whether it is set",
+    )
+    assets = ConfigAssets()

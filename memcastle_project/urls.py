@@ -21,6 +21,7 @@ from palace.search import views as search
 from sources import miner_views as miners
 from sources import trigger_views as triggers
 from sources import views as sources
+from web import views as web
 
 if TYPE_CHECKING:
     from memcastle_project.composition import Services
@@ -53,6 +54,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
     return [
         path("api/health", views.HealthView.as_view()),
         path("api/status", views.StatusView.as_view(system=services.system)),
+        path("api/config", views.ConfigView.as_view(configuration=services.configuration)),
         path("api/shutdown", views.ShutdownView.as_view(system=services.system)),
         path("api/auth/token", views.TokenView.as_view(tokens=services.tokens)),
         path("api/db", views.DatabaseConsoleView.as_view(console=services.console)),
@@ -158,6 +160,6 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema")),
         re_path(
             r"^ui(?:/(?P<path>.*))?$",
-            views.dashboard(web_enabled=services.config.web_enable),
+            web.dashboard(web_enabled=services.config.web_enable),
         ),
     ]

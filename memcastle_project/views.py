@@ -1,10 +1,8 @@
-"""REST views of the daemon itself: health, status, shutdown, the API token and `/ui`."""
+"""REST views of the daemon itself: health, status, configuration, shutdown, the API token and
+the database console."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -14,15 +12,16 @@ from kernel.rest import (
     MemCastleView,
     administrative_context,
     errors,
-    handler404,
     refuse_body_fields,
     request_context,
     service,
 )
 from memcastle_project.auth import TokenService
+from memcastle_project.configuration import ConfigurationReport
 from memcastle_project.console import DatabaseConsole
 from memcastle_project.shapes import (
     DatabaseConsoleAnswer,
+    EffectiveConfig,
     Health,
     Revoked,
     Shutdown,
@@ -50,6 +49,17 @@ class StatusView(MemCastleView):
     )
     def get(self, request: Request) -> Response:
         return Response(self.system.status(request_context(request)))
+
+
+class ConfigView(MemCastleView):
+    configuration: ConfigurationReport = service()
+
+    @extend_schema(
+        summary="The effective configuration, every secret left out (never mode-gated)",
+        responses={200: EffectiveConfig, **errors()},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(self.configuration.show())
 
 
 class ShutdownView(MemCastleView):
@@ -130,19 +140,3 @@ class DatabaseConsoleView(MemCastleView):
     )
     def delete(self, request: Request) -> Response:
         return Response(self.console.close())
-
-
-def dashboard(*, web_enabled: bool) -> Callable[..., HttpResponse]:
-    """`/ui`: the dashboard's files are not shipped yet, so an enabled dashboard answers 503."""
-
-    def view(request: HttpRequest, path: str = "") -> HttpResponse:
-        if not web_enabled or request.method not in ("GET", "HEAD"):
-            return handler404(request)
-        return HttpResponse(
-            "<!doctype html><title>MemCastle</title>"
-            "<p>The dashboard's files are not installed in this version of MemCastle.</p>",
-            status=503,
-            content_type="text/html; charset=utf-8",
-        )
-
-    return view
