@@ -23,6 +23,7 @@ from sources.section_file import DefinitionError
 from sources.triggers import next_due, parse_duration, parse_trigger
 from tests.support.cli import cli_json
 from tests.support.daemon import Daemon
+from tests.support.events import EventStream, Frame, expect_open
 from tests.support.http import assert_error, submit, wait_job
 from tests.support.mcp_client import call, connect
 from tests.support.waits import wait_for
@@ -401,6 +402,33 @@ def test_a_hand_edit_is_picked_up_and_reload_reports_it(
     finally:
         path.write_text(original)
     assert client.post("/api/triggers/reload").json()["removed"] == ["by-hand"]
+
+
+def test_each_change_and_fire_is_announced_on_the_event_stream(
+    daemon: Daemon, client: httpx.Client
+) -> None:
+    stream = EventStream(daemon)
+    try:
+        expect_open(stream)
+        assert client.post("/api/triggers", json=_schedule("told", "1d")).status_code == 201
+        assert client.post("/api/triggers/told/enable").status_code == 200
+        fired = client.post("/api/triggers/told/fire").json()
+        assert client.delete("/api/triggers/told").status_code == 200
+        stream.wait(
+            lambda item: isinstance(item, Frame) and item.data.get("event") == "removed",
+            what="the trigger's removal",
+        )
+    finally:
+        stream.close()
+
+    told = [(frame.data["action"], frame.data["event"]) for frame in stream.frames("trigger")]
+    assert told == [
+        ("created", "defined"),
+        ("updated", "enabled"),
+        ("updated", fired["status"].replace("queued", "fired")),
+        ("deleted", "removed"),
+    ]
+    assert all(set(f.data) == {"kind", "action", "name", "event"} for f in stream.frames("trigger"))
 
 
 def test_mcp_reads_the_same_triggers(daemon: Daemon, client: httpx.Client) -> None:
