@@ -463,3 +463,18 @@ def test_the_cli_sets_lists_fires_and_removes(daemon: Daemon, client: httpx.Clie
     assert cli_json(daemon, "trigger", "disable", "cli")["status"] == "disabled"
     assert cli_json(daemon, "trigger", "remove", "cli", "--yes") == {"removed": "cli"}
     assert "cli" not in _config(daemon.root).read_text()
+
+
+def test_the_daemon_refuses_to_start_with_an_invalid_section(
+    fresh_daemon: Daemon, notes: Path
+) -> None:
+    path = _config(fresh_daemon.root)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        HEAD + miners(notes) + '\n[[triggers]]\nname = "bad"\nminer = "notes"\n'
+        'type = "schedule"\nevery = "fortnightly"\n'
+    )
+
+    log = fresh_daemon.start_refused()
+
+    assert "memcastle::config::invalid" in log and "line 15" in log and "every" in log
