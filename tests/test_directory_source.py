@@ -200,6 +200,7 @@ def test_the_adapter_describes_itself(adapter: DirectoryAdapter) -> None:
         "description": adapter.description,
         "capabilities": {"incremental": True, "retains_raw": False, "needs_credentials": False},
         "origin": "builtin",
+        "triggers": ["watch", "webhook"],
     }
     assert described["description"]
     assert set(since) == {"name", "description", "type", "breadth"}
