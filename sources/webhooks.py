@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 PREFIX = "/hooks/"
 REMEMBERED = dt.timedelta(days=7)
 RETRY_AFTER_SECS = 1
+READ_TIMEOUT_SECS = 30
 MAX_KEY_CHARS = 256
 
 
@@ -259,7 +260,7 @@ class WebhookListener:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         listener = self
 
-        class Delivery(_DeliveryHandler):
+        class Delivery(DeliveryHandler):
             owner = listener
 
         return Delivery
@@ -271,12 +272,15 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
 
 
-class _DeliveryHandler(BaseHTTPRequestHandler):
+class DeliveryHandler(BaseHTTPRequestHandler):
     owner: WebhookListener
     protocol_version = "HTTP/1.1"
     # An answer's head and body go out as they are written, not held back for the sender's
     # acknowledgement (which a kept-alive sender delays): 40 ms a delivery otherwise.
     disable_nagle_algorithm = True
+    # A sender that stops sending (a body declared and never sent, a kept-alive connection left
+    # idle) is dropped after this many seconds, and gives back its place among max_concurrent.
+    timeout = READ_TIMEOUT_SECS
     server_version = "MemCastle"
     sys_version = ""
 
@@ -298,7 +302,12 @@ class _DeliveryHandler(BaseHTTPRequestHandler):
         if length > owner.config.max_body_bytes:
             self._answer(413, close=True)
             return
-        body = self.rfile.read(length)
+        try:
+            body = self.rfile.read(length)
+        except OSError:
+            # The sender stopped sending (READ_TIMEOUT_SECS) or went away: nothing to answer.
+            self.close_connection = True
+            return
         name = self.path[len(PREFIX) :] if self.path.startswith(PREFIX) else ""
         headers = {key.lower(): value for key, value in self.headers.items()}
         answer = owner.deliveries.accept(name, headers, body) if name else None

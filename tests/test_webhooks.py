@@ -17,9 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
-from kernel.config import load_config
+from kernel.config import WebhookConfig, load_config
 from kernel.store import Store
+from memcastle_project.composition import Services
 from sources.repository import TriggerRepository
+from sources.webhooks import DeliveryHandler, WebhookDeliveries, WebhookListener
 from tests.support.daemon import Daemon
 from tests.support.http import wait_job
 from tests.support.waits import wait_for
@@ -276,3 +278,25 @@ def test_a_delivery_the_daemon_died_on_is_queued_once_at_the_next_start(
             assert again.json() == {"status": "duplicate", "job": fired["last_job"]}
     finally:
         daemon.stop()
+
+
+def test_a_sender_that_stops_sending_is_dropped_and_gives_back_its_place(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DeliveryHandler, "timeout", 0.5)
+    config = WebhookConfig(enable=True, port=0, max_concurrent=1)
+    listener = WebhookListener(
+        config, WebhookDeliveries(services.triggers, TriggerRepository(services.store))
+    )
+    listener.keep(open_=True)
+    try:
+        assert listener.address is not None
+        port = listener.address[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as stalled:
+            stalled.sendall(b"POST /hooks/push HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+            # Dropped without an answer once it has sent nothing for the timeout.
+            assert stalled.recv(1024) == b""
+        # Its place is free again: the next delivery is answered (refused: no such trigger).
+        assert raw(port, post("/hooks/push", b"{}")).startswith(b"HTTP/1.1 401 ")
+    finally:
+        listener.close()
