@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernel.context import RequestContext
-from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 from kernel.validation import body_object
 from sources.miners import (
     DIRECTORY,
@@ -38,7 +38,7 @@ from sources.miners import (
     parse_miner,
     parse_options,
 )
-from sources.section_file import Configured, DefinitionError, FileInvalid, Planned
+from sources.section_file import DefinitionError, Planned, configured
 
 if TYPE_CHECKING:
     from jobs.services import JobService
@@ -65,13 +65,7 @@ class MinerService:
         self._packages = packages
         self._jobs = jobs
         self._environ = os.environ if environ is None else environ
-        try:
-            self._set = Configured(path, MINERS)
-        except FileInvalid as exc:
-            raise ConfigInvalid(
-                str(exc),
-                help="fix the [[miners]] section of the configuration file and start again",
-            ) from None
+        self._set = configured(path, MINERS)
         self._lock = self._set.lock
         # The set as of start-up or the last reload or write, which `reload` reports against.
         self._reported = builtins.list(self._set.entries)

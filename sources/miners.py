@@ -26,10 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.errors import Conflict, MemCastleError, NotFound
-from sources.section_file import DefinitionError, Section
+from sources.section_file import DefinitionError, Section, parse_name
 
-NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
-RESERVED_NAMES = ("reload",)
 KEYS = ("name", "source", "enabled", "locator", "wing", "credential", "scope", "config")
 # What each kind of credential names: the variable, the file, or nothing (the source's sign-in).
 CREDENTIAL_KEYS = {"env": "name", "file": "path", "oauth": None}
@@ -180,13 +178,7 @@ def parse_miner(raw: Mapping[str, Any]) -> Miner:
     for key in raw:
         if key not in KEYS:
             raise DefinitionError(key, f"is not a miner key (known: {', '.join(KEYS)})")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
-        raise DefinitionError(
-            "name", "must be 1-64 lowercase letters, digits, `-` or `_` (it is required)"
-        )
-    if name in RESERVED_NAMES:
-        raise DefinitionError("name", f"cannot be {name!r}: the word is reserved")
+    name = parse_name(raw.get("name"))
     source = raw.get("source")
     if not isinstance(source, str) or not source:
         raise DefinitionError("source", "must name a source, e.g. directory (it is required)")

@@ -29,7 +29,7 @@ import tomlkit
 from tomlkit import TOMLDocument
 from tomlkit.items import AoT, InlineTable, Table
 
-from kernel.errors import Conflict, MemCastleError
+from kernel.errors import ConfigInvalid, Conflict, MemCastleError
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,22 @@ class DefinitionError(Exception):
 
 class FileInvalid(Exception):
     """The configuration file's section cannot be read; the message names the line."""
+
+
+NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+RESERVED_NAMES = ("reload",)
+
+
+def parse_name(raw: object) -> str:
+    """An entry's `name`: 1-64 lowercase letters, digits, `-` or `_`, and not a word a route
+    takes for itself (`/api/miners/reload`)."""
+    if not isinstance(raw, str) or not NAME.match(raw):
+        raise DefinitionError(
+            "name", "must be 1-64 lowercase letters, digits, `-` or `_` (it is required)"
+        )
+    if raw in RESERVED_NAMES:
+        raise DefinitionError("name", f"cannot be {raw!r}: the word is reserved")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -275,6 +291,18 @@ class Planned[E: Entry]:
 
     entry: E
     origin: int | None = None
+
+
+def configured[E: Entry](path: Path, section: Section[E]) -> Configured[E]:
+    """The section as the file holds it at start-up, where a section that does not read stops
+    the daemon (`memcastle::config::invalid`, naming the line)."""
+    try:
+        return Configured(path, section)
+    except FileInvalid as exc:
+        raise ConfigInvalid(
+            str(exc),
+            help=f"fix the [[{section.key}]] section of the configuration file and start again",
+        ) from None
 
 
 class Configured[E: Entry]:

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from kernel.clock import utc_now
 from kernel.config import WebhookConfig
 from kernel.context import RequestContext
-from kernel.errors import ConfigInvalid, InputInvalid, MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 from kernel.events import EventBus
 from kernel.logs import fields
 from kernel.validation import body_object
-from sources.section_file import Configured, DefinitionError, FileInvalid, Planned
+from sources.section_file import DefinitionError, Planned, configured
 from sources.triggers import (
     KEYS,
     TRIGGERS,
@@ -117,13 +117,7 @@ class TriggerService:
         self._webhook = webhook
         self._clock = clock
         self._environ = os.environ if environ is None else environ
-        try:
-            self._set = Configured(path, TRIGGERS)
-        except FileInvalid as exc:
-            raise ConfigInvalid(
-                str(exc),
-                help="fix the [[triggers]] section of the configuration file and start again",
-            ) from None
+        self._set = configured(path, TRIGGERS)
         self._lock = self._set.lock
         self._reported = builtins.list(self._set.entries)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel.errors import Conflict, MemCastleError, NotFound
-from sources.miners import NAME, RESERVED_NAMES, Credential, parse_credential
-from sources.section_file import DefinitionError, Section
+from sources.miners import Credential, parse_credential
+from sources.section_file import NAME, DefinitionError, Section, parse_name
 
 TYPES = ("schedule", "poll", "watch", "webhook")
 KEYS = ("name", "miner", "type", "enabled", "credential")
@@ -216,13 +216,7 @@ def parse_trigger(raw: Mapping[str, Any]) -> Trigger:
     for key in raw:
         if key not in known:
             raise DefinitionError(key, f"is not a trigger key or setting (keys: {', '.join(KEYS)})")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
-        raise DefinitionError(
-            "name", "must be 1-64 lowercase letters, digits, `-` or `_` (it is required)"
-        )
-    if name in RESERVED_NAMES:
-        raise DefinitionError("name", f"cannot be {name!r}: the word is reserved")
+    name = parse_name(raw.get("name"))
     miner = raw.get("miner")
     if not isinstance(miner, str) or not NAME.match(miner):
         raise DefinitionError("miner", "must name a miner (it is required)")
