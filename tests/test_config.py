@@ -513,3 +513,48 @@ def test_unsafe_or_invalid_console_settings_are_refused(
     error = refused(env, write_toml(tmp_path, text))
 
     assert f"`{named}`" in error.message
+
+
+# The webhook listener ([webhook]) ----------------------------------------------------------------
+
+
+def test_the_webhook_listener_is_off_and_on_loopback_by_default(env: dict[str, str]) -> None:
+    webhook = load(env).webhook
+
+    assert (webhook.enable, webhook.bind, webhook.port, webhook.allow_remote) == (
+        False,
+        "127.0.0.1",
+        8787,
+        False,
+    )
+    assert (webhook.max_body_bytes, webhook.max_concurrent) == (1_048_576, 16)
+
+
+def test_a_webhook_listener_beyond_loopback_needs_allow_remote_and_auth(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    text = '[webhook]\nenable = true\nbind = "0.0.0.0"\nallow_remote = true\n'
+    with_auth = {**env, "MEMCASTLE_AUTH_ENABLED": "true"}
+
+    assert load(with_auth, write_toml(tmp_path, text)).webhook.bind == "0.0.0.0"
+    assert "`webhook.bind`" in refused(env, write_toml(tmp_path, text)).message
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('[webhook]\nbind = "0.0.0.0"\n', "webhook.bind"),
+        ('[webhook]\nbind = "hooks.example"\n', "webhook.bind"),
+        ("[webhook]\nport = 8420\n", "webhook.port"),
+        ("[webhook]\nport = 8000\n", "webhook.port"),
+        ("[webhook]\nmax_body_bytes = 0\n", "webhook.max_body_bytes"),
+        ("[webhook]\nmax_concurrent = 0\n", "webhook.max_concurrent"),
+        ('[webhook]\nenable = "maybe"\n', "webhook.enable"),
+    ],
+)
+def test_unsafe_or_invalid_webhook_settings_are_refused(
+    env: dict[str, str], tmp_path: Path, text: str, named: str
+) -> None:
+    error = refused(env, write_toml(tmp_path, text))
+
+    assert f"`{named}`" in error.message
