@@ -320,8 +320,9 @@ class HierarchyService:
         start = parse_offset(offset)
         wing = self.find_wing(wing_ref)
         room = self._find_room(wing, room_ref)
-        rows = self._repository.list_drawers(room["id"], limit=page_size, offset=start)
-        total = self._repository.room_drawer_counts(wing["id"], [room["id"]])[room["id"]]
+        rows, total = self._repository.drawers_page(
+            wing["id"], room["id"], limit=page_size, offset=start
+        )
         return DrawerList.render(
             {
                 "wing": {"id": wing["id"], "name": wing["name"]},

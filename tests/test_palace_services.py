@@ -213,6 +213,22 @@ def test_listing_pages_and_never_carries_content(palace: Palace, ctx: RequestCon
         palace.hierarchy.list_drawers(ctx, "w", "r", limit="ten")
 
 
+def test_every_page_of_a_room_is_its_slice_of_the_whole_listing(
+    palace: Palace, ctx: RequestContext
+) -> None:
+    """Pages past the middle are read backwards from the end of the index: the same slice."""
+    for index in range(7):
+        palace.filing.create_drawer(ctx, "w", "r", {"content": f"drawer {index}"})
+    whole = [entry["id"] for entry in palace.hierarchy.list_drawers(ctx, "w", "r")["drawers"]]
+    assert len(whole) == 7
+    for limit in (1, 2, 3, 7):
+        for offset in range(0, 10):
+            page = palace.hierarchy.list_drawers(ctx, "w", "r", limit=limit, offset=offset)
+            assert [entry["id"] for entry in page["drawers"]] == whole[offset : offset + limit]
+            assert page["total"] == 7
+    assert palace.hierarchy.list_drawers(ctx, "w", "r", offset=100)["drawers"] == []
+
+
 def test_a_field_stored_by_another_version_is_read_but_never_shown(
     palace: Palace, ctx: RequestContext
 ) -> None:

@@ -202,12 +202,35 @@ class HierarchyRepository:
             )
         )
 
-    def list_drawers(self, room_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
-        return self.store.one(
-            f"SELECT {DRAWER_LISTING_FIELDS} FROM drawer WHERE room = $room "
-            "ORDER BY created_at, id LIMIT $limit START $offset",
-            {"room": room_id, "limit": limit, "offset": offset},
+    def drawers_page(
+        self, wing_id: str, room_id: str, *, limit: int, offset: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """A page of a room's drawers, oldest first, and how many the room holds, read in one
+        transaction. A page past the middle of the room is read from the end of the index,
+        backwards: the index skips the entries before a page one by one (52 ms for a page at
+        offset 13,950 of 14,000 in-process, 1.4 ms backwards)."""
+        # Both reads are bound by LET, not written inside IF: a block holding a subquery that
+        # reads one row gives back the row, not a list of it.
+        answer = self.store.transaction(
+            "LET $total = (SELECT VALUE drawers FROM ONLY $tally) ?? 0;"
+            "LET $backward = $offset * 2 > $total AND $offset < $total;"
+            "LET $end = math::min([$offset + $limit, $total]);"
+            "LET $ahead = IF $backward { 0 } ELSE { $limit };"
+            "LET $behind = IF $backward { $end - $offset } ELSE { 0 };"
+            f"LET $after = (SELECT {DRAWER_LISTING_FIELDS} FROM drawer WHERE room = $room"
+            " ORDER BY created_at, id LIMIT $ahead START $offset);"
+            f"LET $before = (SELECT {DRAWER_LISTING_FIELDS} FROM drawer WHERE room = $room"
+            " ORDER BY created_at DESC, id DESC LIMIT $behind START $total - $end);"
+            "RETURN {rows: IF $backward { array::reverse($before) } ELSE { $after },"
+            " total: $total};",
+            {
+                "tally": RecordID("room_tally", [wing_id, room_id]),
+                "room": room_id,
+                "limit": limit,
+                "offset": offset,
+            },
         )
+        return answer["rows"], int(answer["total"])
 
     def delete_drawer(self, drawer_id: str) -> None:
         self.store.transaction(
