@@ -11,6 +11,8 @@ import contextlib
 import datetime as dt
 import hashlib
 import logging
+import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -28,6 +30,26 @@ logger = logging.getLogger(__name__)
 
 NAMESPACE = "memcastle"
 DATABASE = "palace"
+
+
+# Two writers of one record (processes of a remote palace, threads of one daemon) make the
+# engine refuse the later commit with "this transaction can be retried": it is tried again, a
+# little later each time (a random wait up to 4 ms, doubling, at most 200 ms), since it was
+# rolled back whole. Four processes filing into one room, whose items share a deduplication key,
+# exhausted five tries (tests/test_cluster.py).
+CONFLICT_RETRIES = 12
+CONFLICT_WAIT_SECS = 0.004
+CONFLICT_WAIT_MAX_SECS = 0.2
+
+
+def _may_be_a_conflict(text: str, sql: str) -> bool:
+    """Whether a failed query may have lost a write conflict. In a transaction block the
+    engine reports the conflict on COMMIT and only "not executed" on the statements before it,
+    which is all the SDK's error shows, so any failed transaction is tried again; its other
+    failures (a THROW, a type error) fail the same way each time."""
+    if "can be retried" in text:
+        return True
+    return sql.startswith("BEGIN TRANSACTION") and "failed transaction" in text
 
 
 class UniqueViolation(Exception):
@@ -196,19 +218,30 @@ class Store:
         """Run one or more statements; returns one plain result per statement.
 
         A statement error raises: `UniqueViolation` for a unique index, `StoreFailed` otherwise
-        (its detail is logged, the client sees a generic message).
+        (its detail is logged, the client sees a generic message). A query that lost a write
+        conflict is run again whole, so statements outside a transaction must bear running
+        twice (reads, conditional or idempotent writes).
         """
         if self._db is None:
             raise StoreFailed("the datastore is not open")
-        try:
-            results = self._db.query(sql, dict(variables or {})).execute()
-        except SurrealError as exc:
-            text = str(exc)
-            if "already contains" in text and "index" in text.lower():
-                raise UniqueViolation(text) from None
-            logger.error("datastore query failed: %s\n%s", text, sql.strip()[:2000])
-            raise StoreFailed("the datastore failed to answer") from None
-        return plain(results)
+        for attempt in range(CONFLICT_RETRIES + 1):
+            try:
+                results = self._db.query(sql, dict(variables or {})).execute()
+            except SurrealError as exc:
+                text = str(exc)
+                if "already contains" in text and "index" in text.lower():
+                    raise UniqueViolation(text) from None
+                if attempt < CONFLICT_RETRIES and _may_be_a_conflict(text, sql):
+                    time.sleep(
+                        random.uniform(
+                            0, min(CONFLICT_WAIT_SECS * 2**attempt, CONFLICT_WAIT_MAX_SECS)
+                        )
+                    )
+                    continue
+                logger.error("datastore query failed: %s\n%s", text, sql.strip()[:2000])
+                raise StoreFailed("the datastore failed to answer") from None
+            return plain(results)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def one(self, sql: str, variables: Mapping[str, Any] | None = None) -> Any:
         """The result of the last statement of `sql`."""
