@@ -47,7 +47,7 @@ def _as_stored(value: Any) -> Any:
 
 
 def _filters(status: str | None, kind: str | None, kind_field: str) -> tuple[str, dict[str, Any]]:
-    """A WHERE clause for `job` (`kind_field` "kind.type") or `job_tally` ("kind")."""
+    """A WHERE clause for `job` (`kind_field` "kind.type") or `job_count` ("kind")."""
     clauses, variables = [], {}
     if status is not None:
         clauses.append("status = $status")
@@ -83,15 +83,15 @@ class JobRepository:
         tally_where, _ = _filters(status, kind, "kind")
         rows, tallies = self.store.query(
             f"SELECT * FROM job{where} ORDER BY created_at DESC LIMIT $limit START $offset;"
-            f"SELECT n FROM job_tally{tally_where};",
+            f"SELECT n FROM job_count{tally_where};",
             {**variables, "limit": limit, "offset": offset},
         )
         return rows, sum(tally["n"] for tally in tallies)
 
     def count_by_status(self) -> dict[str, int]:
-        """From the `job_tally` rows the database keeps (see schema 0003)."""
+        """From the `job_count` rows the database keeps (see schema 0010)."""
         counts: dict[str, int] = {}
-        for tally in self.store.one("SELECT status, n FROM job_tally"):
+        for tally in self.store.one("SELECT status, n FROM job_count WHERE n > 0"):
             counts[tally["status"]] = counts.get(tally["status"], 0) + tally["n"]
         return counts
 
@@ -233,9 +233,9 @@ class JobRepository:
         return rows[0] if rows else None
 
     def any_with(self, kind: str, status: str) -> bool:
-        """Whether a job of `kind` is in `status`, from the `job_tally` rows."""
+        """Whether a job of `kind` is in `status`, from the `job_count` rows."""
         tallies = self.store.one(
-            "SELECT n FROM job_tally WHERE status = $status AND kind = $kind",
+            "SELECT n FROM job_count WHERE status = $status AND kind = $kind",
             {"status": status, "kind": kind},
         )
         return sum(tally["n"] for tally in tallies) > 0
