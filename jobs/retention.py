@@ -51,7 +51,7 @@ class JobRetention:
 
     async def _follow(self) -> None:
         """Prune, then wait a day, reading the bus only to learn that it closed."""
-        subscription = self.events.subscribe()
+        subscription = self.events.subscribe(foreign=False)
         loop = asyncio.get_running_loop()
         try:
             while True:

@@ -106,7 +106,7 @@ class Sweeper(abc.ABC):
                 return None
 
     async def _follow(self) -> None:
-        subscription = self.events.subscribe()
+        subscription = self.events.subscribe(foreign=False)
         try:
             while True:
                 event = await subscription.next(IDLE_SECS)

@@ -4,6 +4,9 @@ Services publish after their write is saved, from whatever thread they run on (a
 a job worker's). Each subscriber has a bounded buffer filled at publish time; a subscriber that
 falls behind loses its buffer and gets one `resync` instead, so a slow reader costs a bounded
 amount of memory and learns that it must read everything again.
+
+On a remote palace shared by several processes, `kernel.event_relay` forwards what is published
+here to the others and hands their events to `receive`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +37,11 @@ RESYNC = Event("resync", {"kind": "resync"})
 class Subscription:
     """One stream's buffer. `next()` is awaited on the event loop that created it."""
 
-    def __init__(self, bus: EventBus, loop: asyncio.AbstractEventLoop, size: int) -> None:
+    def __init__(
+        self, bus: EventBus, loop: asyncio.AbstractEventLoop, size: int, *, foreign: bool
+    ) -> None:
         self._bus = bus
+        self.foreign = foreign
         self._loop = loop
         self._size = size
         self._buffer: collections.deque[Event] = collections.deque()
@@ -94,10 +100,15 @@ class EventBus:
         self._buffer_size = buffer_size
         self._subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
+        self._forward: Callable[[Event], bool] | None = None
         self.closed = False
 
-    def subscribe(self) -> Subscription:
-        subscription = Subscription(self, asyncio.get_running_loop(), self._buffer_size)
+    def subscribe(self, *, foreign: bool = True) -> Subscription:
+        """A stream of this bus's events; with `foreign`, also of the other processes' events
+        that the relay receives (the sweeps of this process want only its own writes)."""
+        subscription = Subscription(
+            self, asyncio.get_running_loop(), self._buffer_size, foreign=foreign
+        )
         with self._lock:
             if self.closed:
                 subscription._close()
@@ -113,8 +124,29 @@ class EventBus:
         """Announce a change. Pass identifiers only: ids, a job's kind and status."""
         assert kind in KINDS and action in ACTIONS, (kind, action)
         event = Event(kind, {"kind": kind, "action": action, **identifiers})
+        forward = self._forward
+        if forward is not None and forward(event):
+            return
+        self._offer(event, foreign=False)
+
+    def forward_to(self, forward: Callable[[Event], bool] | None) -> None:
+        """Hand every event published here to `forward` instead. When it answers True the
+        event comes back through `receive`, in the order of every process's events; when it
+        answers False this process's streams are offered it at once."""
+        self._forward = forward
+
+    def receive(self, event: Event, *, foreign: bool) -> None:
+        """Offer an event that came back through the relay: this process's own to every
+        stream, another process's to the streams that take them."""
+        self._offer(event, foreign=foreign)
+
+    def resync(self) -> None:
+        """Events were lost on the way: every stream must read the palace again."""
+        self._offer(RESYNC, foreign=False)
+
+    def _offer(self, event: Event, *, foreign: bool) -> None:
         with self._lock:
-            subscribers = list(self._subscribers)
+            subscribers = [each for each in self._subscribers if each.foreign or not foreign]
         for subscription in subscribers:
             subscription._offer(event)
 

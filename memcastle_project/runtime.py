@@ -16,6 +16,7 @@ from jobs.retention import JobRetention
 from jobs.worker import JobWorker
 from kernel.config import Config
 from kernel.errors import MemCastleError
+from kernel.event_relay import EventRelay
 from kernel.store import MigrationState, Store
 from memcastle_project.composition import Services, compose
 
@@ -32,6 +33,8 @@ class Runtime:
         self.worker = JobWorker(
             services.executor, config.jobs.broker_url, config.jobs.max_concurrency
         )
+        # Every process of a remote palace shares its events; only a daemon has streams.
+        self.relay = EventRelay.for_config(services.events, config, receive=daemon)
         self._indexes_started = False
 
     @classmethod
@@ -55,6 +58,8 @@ class Runtime:
         """Prepare the palace (a daemon), then run jobs: the worker, the recovery of jobs left
         running, and the sweeps."""
         services = self.services
+        if self.relay is not None:
+            self.relay.start()
         if self.daemon:
             self._prepare_palace()
             self._check_auth()
@@ -84,6 +89,8 @@ class Runtime:
             self.begin_stop()
             self.services.executor.finish_drain(self.services.config.jobs.drain_timeout_secs)
             self.worker.wait_stopped()
+            if self.relay is not None:
+                self.relay.stop()
             if self._indexes_started:
                 self.services.indexes.close()
         finally:
