@@ -7,6 +7,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import django
 import httpx
@@ -51,6 +52,19 @@ def credentials_never_logged() -> Iterator[None]:
         if SECRET in text or GENERATED_TOKEN.search(text):
             leaks.append(str(log))
     assert not leaks, f"a credential was logged in {leaks}"
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Any]]:
+    """Daemons and workers (`tests.support.workers.Worker`) a test starts; any still running
+    at teardown are killed."""
+    started: list[Any] = []
+    yield started
+    for item in started:
+        process = item.process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=15)
 
 
 @pytest.fixture

@@ -7,88 +7,20 @@ both are stopped by their pid at the end.
 from __future__ import annotations
 
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import tomlkit
 
-from tests.support.daemon import REPO, Daemon
+from tests.support.daemon import Daemon
 from tests.support.redis_server import redis_server
 from tests.support.surreal_server import remote_surreal
 from tests.support.waits import wait_for
+from tests.support.workers import Worker, write_config
 
-LEASE_TTL_SECS = 3
 JOB_TIMEOUT = 60.0
-
-
-def write_config(root: Path, store_url: str, broker_url: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / "memcastle.toml"
-    path.write_text(
-        tomlkit.dumps(
-            {
-                "store": {"mode": "remote", "url": store_url},
-                "jobs": {
-                    "broker_url": broker_url,
-                    "max_concurrency": 1,
-                    "lease_ttl_secs": LEASE_TTL_SECS,
-                },
-            }
-        )
-    )
-    return path
-
-
-class Worker:
-    """`memcastle worker` in a subprocess, with the environment of a daemon's set-up."""
-
-    def __init__(self, root: Path, config: Path) -> None:
-        root.mkdir(parents=True, exist_ok=True)
-        self.setup = Daemon(root, env={"MEMCASTLE_CONFIG": str(config)})
-        self.log_path = root / "worker.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Worker:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.setup.command("worker"),
-                env=self.setup.env,
-                cwd=REPO,
-                stdout=log,
-                stderr=log,
-            )
-        wait_for(self._ready, timeout=30, what="the worker to be ready")
-        return self
-
-    def _ready(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise RuntimeError(f"the worker exited with {self.process.returncode}:\n{self.log()}")
-        return "worker ready" in self.log()
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Any]]:
-    """Daemons and workers a test starts; any still running at teardown are killed."""
-    started: list[Any] = []
-    yield started
-    for item in started:
-        process = item.process
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(timeout=15)
 
 
 def submit_demo(client: httpx.Client, **params: int) -> str:
