@@ -25,7 +25,13 @@ from kernel.profiles import (
     parse_profiles,
     tables_from_flat,
 )
-from kernel.values import argv_value, http_url_value
+from kernel.values import (
+    argv_value,
+    ed25519_keys_value,
+    http_url_value,
+    registries_value,
+    web_api_value,
+)
 
 # A broker URL may carry a password, so it is never echoed back either.
 SECRET_KEYS = ("auth.token", "store.password", "jobs.broker_url", "extraction.api_key")
@@ -315,6 +321,17 @@ SETTINGS: tuple[Setting, ...] = (
         _int_range(1, 3600),
         "MEMCASTLE_MINING_SOURCE_TIMEOUT_SECS",
     ),
+    # The official registry is to be decided (configuration.md): none until one exists.
+    Setting("mining.registries", (), registries_value, "MEMCASTLE_MINING_REGISTRIES"),
+    Setting(
+        "mining.github_api_url",
+        "https://api.github.com",
+        web_api_value,
+        "MEMCASTLE_MINING_GITHUB_API_URL",
+        env_trim=True,
+    ),
+    Setting("mining.trust", "optional", _choice("optional", "required"), "MEMCASTLE_MINING_TRUST"),
+    Setting("mining.trusted_keys", (), ed25519_keys_value, "MEMCASTLE_MINING_TRUSTED_KEYS"),
     Setting(
         "extraction.provider",
         "none",
@@ -427,6 +444,14 @@ class MiningConfig:
     # Caps of one call of a source; a manifest's [limits] can only lower them.
     source_memory_mib: int = 256
     source_timeout_secs: int = 60
+    # Where sources are found by name, in order (sources.md 6), and the releases API that
+    # resolves a registry's repository entries.
+    registries: tuple[str, ...] = ()
+    github_api_url: str = "https://api.github.com"
+    # `optional` or `required`: whether a registry's package must be signed by one of
+    # `trusted_keys` (base64 ed25519 public keys).
+    trust: str = "optional"
+    trusted_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -558,6 +583,7 @@ def load_config(
     _check_store(values)
     _check_console(values)
     _check_webhook(values)
+    _check_trust(values, origins)
     return Config(
         palace_path=values["palace.path"],
         bind=values["server.bind"],
@@ -598,6 +624,10 @@ def load_config(
             bundled_dir=values["mining.bundled_dir"] or default_assets_dir() / "sources",
             source_memory_mib=values["mining.source_memory_mib"],
             source_timeout_secs=values["mining.source_timeout_secs"],
+            registries=values["mining.registries"],
+            github_api_url=values["mining.github_api_url"],
+            trust=values["mining.trust"],
+            trusted_keys=values["mining.trusted_keys"],
         ),
         embeddings=_embeddings(values, file_values, origins, path),
         extraction=_extraction(values, origins),
@@ -677,6 +707,16 @@ def _check_webhook(values: dict[str, Any]) -> None:
                 f"invalid value for `webhook.port`: {port} is also `{other}`; give the webhook "
                 "listener a port of its own"
             )
+
+
+def _check_trust(values: dict[str, Any], origins: dict[str, str]) -> None:
+    """`required` trust with no key to trust would refuse every registry package: a mistake,
+    said at start rather than at the first install."""
+    if values["mining.trust"] == "required" and not values["mining.trusted_keys"]:
+        raise ConfigInvalid(
+            f"invalid value for `mining.trust` from {origins['mining.trust']}: `required` needs "
+            "at least one key in mining.trusted_keys (MEMCASTLE_MINING_TRUSTED_KEYS)"
+        )
 
 
 def _extraction(values: dict[str, Any], origins: dict[str, str]) -> ExtractionConfig:
