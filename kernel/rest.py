@@ -37,6 +37,7 @@ ERROR_MEANINGS = {
     405: "method not allowed on this route",
     409: "conflict with the palace's current state",
     500: "server failure; the detail is in the daemon log",
+    502: "a service the daemon depends on failed, or sent what it should not (a registry)",
 }
 
 

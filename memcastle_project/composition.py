@@ -50,8 +50,11 @@ from palace.search.service import SearchService
 from sources.components import ComponentRuntime
 from sources.miner_service import MinerService
 from sources.packages import SourcePackages, compiled_cache_dir
+from sources.registry import SourceRegistry
+from sources.registry_fetch import Fetcher
 from sources.repository import PackageRepository, SourceRepository, TriggerRepository
 from sources.services import SourceService
+from sources.signing import TrustPolicy
 from sources.trigger_service import TriggerService
 from sources.trigger_supervisor import TriggerSupervisor
 from sources.webhooks import WebhookDeliveries, WebhookListener
@@ -91,6 +94,7 @@ class Services:
     extraction_records: ExtractionRecords
     graph_reads: GraphReads
     sources: SourceService
+    registry: SourceRegistry
     maintenance: Maintenance
     miners: MinerService
     triggers: TriggerService
@@ -158,6 +162,16 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
         graph_reads=graph_reads,
         sources=SourceService(SourceRepository(store), packages),
+        registry=SourceRegistry(
+            config.mining,
+            packages,
+            # The releases API's token: GH_TOKEN, else GITHUB_TOKEN (configuration.md).
+            Fetcher(
+                api_url=config.mining.github_api_url,
+                token=os.environ.get("GH_TOKEN") or os.environ.get("GITHUB_TOKEN") or None,
+            ),
+            TrustPolicy(config.mining.trust, config.mining.trusted_keys),
+        ),
         maintenance=Maintenance(MaintenanceRepository(store), hierarchy, embeddings, jobs),
         miners=miners,
         triggers=triggers,

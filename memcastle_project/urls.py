@@ -19,6 +19,7 @@ from palace import views as palace
 from palace.embeddings import views as embeddings
 from palace.search import views as search
 from sources import miner_views as miners
+from sources import registry_views as registry
 from sources import trigger_views as triggers
 from sources import views as sources
 from web import views as web
@@ -48,6 +49,7 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
     entities = {"entities": services.entities}
     journal = {"journal": services.journal}
     packages = {"packages": services.sources.packages}
+    source_registry = {"registry": services.registry}
     job_service = {"jobs": services.jobs}
     miner_service = {"miners": services.miners}
     trigger_service = {"triggers": services.triggers}
@@ -133,6 +135,19 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
         path(
             "api/source-packages/<str:name>/disable",
             sources.SourceDisableView.as_view(**packages),
+        ),
+        path("api/source-registry", registry.SourceRegistryView.as_view(**source_registry)),
+        path(
+            "api/source-registry/<str:spec>",
+            registry.SourceRegistryEntryView.as_view(**source_registry),
+        ),
+        path(
+            "api/source-registry/<str:spec>/install",
+            registry.SourceRegistryInstallView.as_view(**source_registry),
+        ),
+        path(
+            "api/source-registry/<str:name>/update",
+            registry.SourceRegistryUpdateView.as_view(**source_registry),
         ),
         path("api/miners", miners.MinersView.as_view(**miner_service)),
         path("api/miners/reload", miners.MinersReloadView.as_view(**miner_service)),

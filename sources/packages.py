@@ -11,6 +11,10 @@ or not the one installed, or its contract or MemCastle requirement not this host
 for permissions is installed only with consent to exactly those (`consent_digest`); an update that
 asks for nothing more keeps the consent already given.
 
+A source installed from a registry (`sources.registry`) is recorded with its origin `registry`,
+the registry's location, the SHA-256 of the archive and the id of the key that signed it, if
+any (`Provenance`); one installed from a local archive has origin `package`.
+
 None of this is offered over MCP: an agent must not be able to install code or widen what it can
 read. Installing, enabling, disabling and removing are not gated by the memory mode, which guards
 access to memory; showing a source is a read.
@@ -33,7 +37,7 @@ from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError, NotFound
 from sources.adapters import Adapter, describe
-from sources.archive import read_package
+from sources.archive import Package, read_package
 from sources.component_adapter import Caps, ComponentAdapter
 from sources.components import ComponentRuntime, ComponentUnusable
 from sources.directory import DirectoryAdapter
@@ -42,6 +46,8 @@ from sources.repository import PackageRepository
 
 MANIFEST = "memcastle-source.toml"
 COMPONENT = "source.wasm"
+# What the row of a source not installed from a registry says of where it came from.
+NO_PROVENANCE = {"registry": None, "archive_digest": None, "signed_by": None}
 # The other files of a package kept beside the component, for people to read.
 DOCUMENTS = ("README.md", "LICENSE", "LICENSE.md")
 
@@ -77,6 +83,23 @@ class ConsentRequired(MemCastleError):
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where a package installed from a registry came from: the registry's location as
+    configured or given, the SHA-256 of the archive and the trusted key that signed it."""
+
+    registry: str
+    archive_digest: str
+    signed_by: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "registry": self.registry,
+            "archive_digest": self.archive_digest,
+            "signed_by": self.signed_by,
+        }
+
+
+@dataclass(frozen=True)
 class Installed:
     """An installed source as the daemon finds it now."""
 
@@ -91,6 +114,7 @@ class Installed:
     updated_at: Any
     directory: Path
     unavailable: str | None
+    provenance: Provenance | None = None
 
     @property
     def usable(self) -> bool:
@@ -162,6 +186,11 @@ class SourcePackages:
             updated_at=row.get("updated_at"),
             directory=directory,
             unavailable=unavailable,
+            provenance=(
+                Provenance(row["registry"], row["archive_digest"], row.get("signed_by"))
+                if row["origin"] == "registry" and row.get("registry")
+                else None
+            ),
         )
 
     def _directory(self, origin: str, name: str) -> Path:
@@ -226,6 +255,8 @@ class SourcePackages:
         }
         if source.unavailable is not None:
             described["unavailable_reason"] = source.unavailable
+        if source.provenance is not None:
+            described.update(source.provenance.as_dict())
         manifest = source.manifest
         if manifest is None:
             return {
@@ -291,6 +322,19 @@ class SourcePackages:
         much; a replaced source keeps its state."""
         package = read_package(data)
         manifest = parse_manifest(package.manifest_text, builtin_names=self.builtin_names())
+        return self.install_package(package, manifest, consent=consent, enable=enable)
+
+    def install_package(
+        self,
+        package: Package,
+        manifest: Manifest,
+        *,
+        consent: str | None,
+        enable: bool,
+        provenance: Provenance | None = None,
+    ) -> dict[str, Any]:
+        """`install` of a package read and parsed already; with `provenance`, one fetched from
+        a registry and verified (`sources.registry`), recorded with its origin `registry`."""
         reason = incompatibility(manifest)
         if reason is not None:
             raise ComponentUnusable(f"the {manifest.name} source cannot run here: {reason}")
@@ -298,7 +342,9 @@ class SourcePackages:
             previous = self.find(manifest.name)
             if previous is not None and previous.origin == "bundled":
                 raise BundledSource(f"{manifest.name} is a bundled source")
-            agreed = self._consent(manifest, previous, consent)
+            agreed = self._consent(
+                manifest, previous, consent, "NAME" if provenance is not None else "FILE"
+            )
             staging = self.config.sources_dir / f".staging-{uuid.uuid4().hex}"
             try:
                 digest = self._stage(staging, package.manifest_text, package)
@@ -310,17 +356,18 @@ class SourcePackages:
             kept = None if previous is None else (previous.state, previous.installed_at)
             self._record(
                 manifest.name,
-                "package",
+                "package" if provenance is None else "registry",
                 digest,
                 package.manifest_text,
                 consent=agreed,
                 kept=kept,
                 enable=enable,
+                provenance=provenance,
             )
         return {"source": self._describe(self._require(manifest.name)), "replaced": bool(previous)}
 
     def _consent(
-        self, manifest: Manifest, previous: Installed | None, consent: str | None
+        self, manifest: Manifest, previous: Installed | None, consent: str | None, given: str
     ) -> str | None:
         permissions = manifest.permissions
         if not permissions.asks():
@@ -341,7 +388,8 @@ class SourcePackages:
             + (", more than its installed version" if previous is not None else ""),
             help=(
                 "review what it asks for, then agree to exactly that with "
-                f"`memcastle source install FILE --consent {digest}`"
+                f"`memcastle source install {given} --consent {digest}` (over REST, "
+                f"`consent={digest}`)"
             ),
         )
 
@@ -432,6 +480,7 @@ class SourcePackages:
         consent: str | None,
         kept: tuple[str, Any] | None,
         enable: bool = False,
+        provenance: Provenance | None = None,
     ) -> None:
         """Write a source's row: a new one is `installed` (or enabled), a replaced one keeps
         its state and the time it was first installed (`kept`)."""
@@ -447,6 +496,7 @@ class SourcePackages:
                 "consent": consent,
                 "installed_at": installed_at,
                 "updated_at": now,
+                **(provenance.as_dict() if provenance is not None else NO_PROVENANCE),
             }
         )
 

@@ -83,8 +83,10 @@ class SourceRepository:
         return [{**row, "documents": counts.get(row["id"], 0)} for row in sources]
 
 
+# `registry`, `archive_digest` and `signed_by` are set for a source installed from a registry.
 PACKAGE_FIELDS = (
-    "record::id(id) AS name, state, origin, digest, manifest, consent, installed_at, updated_at"
+    "record::id(id) AS name, state, origin, digest, manifest, consent, installed_at, updated_at, "
+    "registry, archive_digest, signed_by"
 )
 
 

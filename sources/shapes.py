@@ -57,6 +57,17 @@ class SourceAdapter(Shape):
     digest = serializers.CharField(required=False, help_text="SHA-256 of its component")
     installed_at = serializers.DateTimeField(required=False)
     updated_at = serializers.DateTimeField(required=False)
+    registry = serializers.CharField(
+        required=False, help_text="the registry a source installed by name came from"
+    )
+    archive_digest = serializers.CharField(
+        required=False, help_text="SHA-256 of the archive installed from a registry"
+    )
+    signed_by = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="the id of the trusted key that signed it; null when accepted unsigned",
+    )
 
 
 class SourceInstalled(Shape):
@@ -86,3 +97,68 @@ class MinedSource(Shape):
 class Sources(Shape):
     adapters = serializers.ListField(child=SourceAdapter())
     sources = serializers.ListField(child=MinedSource())
+
+
+# A source registry's answers (`/api/source-registry`).
+
+
+class RegistryHit(Shape):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    license = serializers.CharField(allow_null=True)
+    homepage = serializers.CharField(allow_null=True)
+    registry = serializers.CharField(help_text="the registry that lists it, as configured or given")
+    repository = serializers.CharField(
+        allow_null=True, help_text="owner/repo for a source whose versions are GitHub releases"
+    )
+    version = serializers.CharField(
+        allow_null=True,
+        help_text="the version an install would choose; null when none can run here",
+    )
+    installed = serializers.CharField(
+        allow_null=True, help_text="the version installed here, null when it is not"
+    )
+
+
+class RegistrySearch(Shape):
+    registries = serializers.ListField(
+        child=serializers.CharField(), help_text="the registries searched, in order"
+    )
+    results = serializers.ListField(child=RegistryHit())
+
+
+class RegistryPreview(Shape):
+    name = serializers.CharField()
+    version = serializers.CharField()
+    registry = serializers.CharField(help_text="the first registry offering it")
+    description = serializers.CharField()
+    license = serializers.CharField(allow_null=True)
+    homepage = serializers.CharField(allow_null=True)
+    permissions = serializers.JSONField(
+        help_text="what it would be allowed: filesystem.read, network, process, env, oauth"
+    )
+    consent_digest = serializers.CharField(
+        allow_null=True,
+        help_text="the digest consent to its permissions names; null when it asks for nothing",
+    )
+    archive_digest = serializers.CharField(help_text="SHA-256 of the archive, as verified")
+    signed_by = serializers.CharField(
+        allow_null=True, help_text="the id of the trusted key that signed it, null if none"
+    )
+    installed = serializers.CharField(
+        allow_null=True, help_text="the version installed here, null when it is not"
+    )
+
+
+class RegistryUpdate(Shape):
+    name = serializers.CharField()
+    installed = serializers.CharField(
+        allow_null=True, help_text="the version installed before (null when unreadable)"
+    )
+    version = serializers.CharField(help_text="the newest version its registry offers")
+    registry = serializers.CharField()
+    status = serializers.ChoiceField(
+        ["updated", "available", "current"],
+        help_text="updated; available (a check found a newer version); current (none newer)",
+    )
+    source = SourceAdapter(required=False, help_text="the source as updated")  # type: ignore[assignment]

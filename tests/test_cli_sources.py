@@ -1,8 +1,7 @@
 """`memcastle source ...` against a real daemon: a package installed with the consent its
 permissions need (refused without a terminal, asked on one, given by `--yes` or `--consent`),
 a source project built and installed from its directory, shown, enabled, mined, disabled and
-removed (cli.md, Sources); and a source asked for by name, refused while there are no
-registries."""
+removed (cli.md, Sources); and a source asked for by name, looked up in no registry."""
 
 from __future__ import annotations
 
@@ -130,11 +129,17 @@ def test_from_init_to_a_mined_source(daemon: Daemon, tmp_path: Path) -> None:
 
 
 def test_a_source_asked_for_by_name_needs_a_registry(daemon: Daemon, tmp_path: Path) -> None:
-    for args in (("install", "probe@1.0.0", "--yes"), ("update", "probe")):
-        said = refused(
-            cli(daemon, "source", *args, cwd=tmp_path), "memcastle::cli::not_implemented"
-        )
-        assert "registries are not available yet" in said
+    """This daemon has no registry: a name is looked up in none (tests/test_source_registry.py
+    installs from one); a local file or directory of that spelling wins over the name."""
+    said = refused(
+        cli(daemon, "source", "install", "probe@1.0.0", "--yes", cwd=tmp_path),
+        remote(404, "memcastle::source::not_in_registry"),
+    )
+    assert "no registry is configured" in said
+    refused(
+        cli(daemon, "source", "update", "probe", cwd=tmp_path),
+        remote(404, "memcastle::source::not_found"),
+    )
     (tmp_path / "probe").mkdir()
     local = cli(daemon, "source", "update", "probe", cwd=tmp_path)
     refused(local, "memcastle::input::invalid")  # the local directory, not a registry name

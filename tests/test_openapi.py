@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from palace.names import PathInvalid, check_wing_name
 from palace.openapi import SEGMENT_NAME, UUID_SHAPED
 from sources.manifest import consent_digest, parse_manifest
+from sources.registry_publish import write_index
 from tests.support.components import manifest, package
 from tests.support.daemon import Daemon
 from tests.support.openapi import closed, differences, openapi_document, response_validator
@@ -111,6 +112,10 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path
             # A package archive: a gzip body, which tests/test_source_packages.py sends.
             "--exclude-path-regex",
             "^/api/source-packages$",
+            # Registry locations a request names are fetched: generated ones would make the
+            # daemon reach out to the network. tests/test_source_registry.py covers these.
+            "--exclude-path-regex",
+            "^/api/source-registry",
             "--max-examples",
             "10",
             "--workers",
@@ -265,6 +270,23 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "added SourceAdapter.installed_at",
         "added SourceAdapter.updated_at",
         "changed SourceAdapter required",
+    ),
+    "Added since: source registries (docs/source-registry.md): search, preview, install and "
+    "update by name; a source installed from one says where it came from and who signed it": (
+        "added GET /api/source-registry",
+        "added GET /api/source-registry/{spec}",
+        "added POST /api/source-registry/{spec}/install",
+        "added POST /api/source-registry/{name}/update",
+        "added RegistryHit",
+        "added RegistrySearch",
+        "added RegistryPreview",
+        "added RegistryUpdate",
+        "added RegistryUpdateStatusEnum",
+        "added RegistryInstallRequest",
+        "added RegistryUpdateBodyRequest",
+        "added SourceAdapter.registry",
+        "added SourceAdapter.archive_digest",
+        "added SourceAdapter.signed_by",
     ),
     "Added since: removing finished jobs on demand (docs/jobs.md, Retention)": (
         "added POST /api/jobs/prune",
@@ -693,6 +715,25 @@ def test_real_answers_are_what_the_document_declares(
         answer("POST", "/api/source-packages/{name}/enable", **probe)
         answer("POST", "/api/source-packages/{name}/disable", **probe)
         answer("POST", "/api/source-packages/{name}/enable", 404, name="nothing")
+        answer("DELETE", "/api/source-packages/{name}", **probe)
+
+        # The same source from a registry of a directory: searched, previewed, installed and
+        # updated by name; a refusal of the registry's.
+        site = tmp_path / "registry"
+        site.mkdir()
+        (site / "probe-1.0.0.tar.gz").write_bytes(package("probe"))
+        write_index([site / "probe-1.0.0.tar.gz"], site / "memcastle-index.json")
+        here = {"registry": str(site)}
+        answer("GET", "/api/source-registry", params={"q": "probe", **here})
+        answer("GET", "/api/source-registry/{spec}", params=here, spec="probe")
+        answer("GET", "/api/source-registry/{spec}", 404, params=here, spec="nothing")
+        missing = {"registry": str(tmp_path / "none")}
+        answer("GET", "/api/source-registry", 502, params=missing)
+        install = "/api/source-registry/{spec}/install"
+        answer("POST", install, json={**here, **consent}, spec="probe@1.0.0")
+        update = "/api/source-registry/{name}/update"
+        answer("POST", update, json={"check": True}, **probe)
+        answer("POST", update, json={}, **probe)
         answer("DELETE", "/api/source-packages/{name}", **probe)
 
         # A miner created, listed, shown, changed, disabled, enabled, run, reloaded, removed.

@@ -1,19 +1,22 @@
-"""`memcastle source ...`: the daemon's mining sources: list and show them (reads), install a
-package or a source project, update one, enable, disable and remove one; and, on the author's
-machine without a daemon, `init`, `build`, `test` and `package` a source (`sources.authoring`).
+"""`memcastle source ...`: the daemon's mining sources: list and show them (reads), search the
+registries, install a package, a source project or a source by name, update one, enable,
+disable and remove one; and, on the author's machine without a daemon, `init`, `build`, `test`
+and `package` a source (`sources.authoring`), and `keygen` and `index` to publish a registry
+(`sources.signing`, `sources.registry_publish`).
 
 Installing a package that asks for permissions needs consent to exactly those (cli.md): on a
 terminal the command shows what the source asks for and asks; without one it is refused with
 `memcastle::source::consent_required` unless `--yes` (agree to what the package asks, its digest
 computed here) or `--consent DIGEST` (agree to exactly that digest). An update that asks for no
-more than the installed version needs no new consent. A bare name (`NAME[@VERSION]`) would come
-from a source registry, which this version cannot reach yet: it is refused as not implemented.
+more than the installed version needs no new consent. A bare name (`NAME[@VERSION]`) comes
+from a source registry, unless a file or directory of that spelling is here: the local one wins.
+Consent to a source from a registry is asked after a preview of exactly what the daemon fetched
+(`GET /api/source-registry/NAME@VERSION`), and the daemon checks it against what it installs.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -29,20 +32,23 @@ from memcastle_project.cli import (
     card,
     confirm,
     is_terminal,
+    table,
 )
 from sources import authoring
 from sources.archive import read_package, write_package
 from sources.building import APP_MODULE, build_component
 from sources.management.commands.sources import render_sources
-from sources.manifest import MANIFEST_FILE, Manifest, consent_digest, parse_manifest
+from sources.management.words import local_path
+from sources.manifest import MANIFEST_FILE, NAME_PATTERN, Manifest, consent_digest, parse_manifest
 from sources.packages import compiled_cache_dir
+from sources.registry_publish import write_index
+from sources.signing import key_id, keygen, public_text
 
 GZIP = "application/gzip"
 # The commands that need no daemon.
-LOCAL = ("init", "build", "test", "package")
+LOCAL = ("init", "build", "test", "package", "keygen", "index")
 CONSENT_REQUIRED = "memcastle::source::consent_required"
-# What a registry would be asked for: a source's name, optionally pinned to a version.
-REGISTRY_NAME = re.compile(r"^[a-z][a-z0-9_-]*(@[0-9A-Za-z.+-]+)?$")
+REGISTRY = "/api/source-registry"
 
 
 class Command(DaemonCommand):
@@ -53,10 +59,23 @@ class Command(DaemonCommand):
         actions.add("list", "the sources this daemon has, and the places mined")
         show = actions.add("show", "a source: its state, options and permissions")
         show.add_argument("name", metavar="NAME")
-        install = actions.add(
-            "install", "install a package (.tar.gz) or a source project (a directory)"
+        search = actions.add("search", "find sources in the registries by words")
+        search.add_argument(
+            "words", metavar="Q", nargs="*", help="words of its name or description"
         )
-        install.add_argument("place", metavar="FILE|DIR")
+        search.add_argument("--registry", metavar="LOC", help=REGISTRY_HELP)
+        install = actions.add(
+            "install",
+            "install a package (.tar.gz), a source project (a directory), or a source by name "
+            "from a registry",
+        )
+        install.add_argument(
+            "place",
+            metavar="FILE|DIR|NAME[@VER]",
+            help="a package, a source project, or a source's name (a file or directory here of "
+            "that spelling wins)",
+        )
+        install.add_argument("--registry", metavar="LOC", help=REGISTRY_HELP)
         install.add_argument("--enable", action="store_true", help="enable it once installed")
         agreed = install.add_mutually_exclusive_group()
         agreed.add_argument(
@@ -64,9 +83,21 @@ class Command(DaemonCommand):
         )
         agreed.add_argument("--consent", metavar="DIGEST", help="agree to exactly this digest")
         update = actions.add(
-            "update", "replace an installed source with a package (.tar.gz) or a source project"
+            "update",
+            "update installed sources from their registry (all installed from one, or NAME), or "
+            "replace one with a package (.tar.gz) or a source project",
         )
-        update.add_argument("place", metavar="FILE|DIR")
+        update.add_argument(
+            "place",
+            metavar="FILE|DIR|NAME",
+            nargs="?",
+            help="a package, a source project, or a source's name; none: every source installed "
+            "from a registry",
+        )
+        update.add_argument(
+            "--check", action="store_true", help="only say which have a newer version"
+        )
+        update.add_argument("--registry", metavar="LOC", help=REGISTRY_HELP)
         update.add_argument(
             "-y", "--yes", action="store_true", help="agree to wider permissions it asks for"
         )
@@ -95,6 +126,24 @@ class Command(DaemonCommand):
                 local.add_argument("--no-build", action="store_true", help="use what is built")
             if name == "package":
                 local.add_argument("--output", metavar="FILE", help="the archive's path")
+        keys = actions.add(
+            "keygen", "write a new ed25519 signing key, readable by you only (no daemon needed)"
+        )
+        keys.add_argument("file", metavar="FILE", help="the private key's path (never overwritten)")
+        index = actions.add(
+            "index", "add package archives to a registry's index (no daemon needed)"
+        )
+        index.add_argument("archives", metavar="ARCHIVE", nargs="+")
+        index.add_argument(
+            "--output", metavar="FILE", default="memcastle-index.json", help="the index's path"
+        )
+        index.add_argument(
+            "--base-url",
+            metavar="URL",
+            help="where the archives are served (default: beside the index, by relative URLs)",
+        )
+        index.add_argument("--sign", metavar="KEYFILE", help="sign each archive with this key")
+        index.add_argument("--name", metavar="NAME", help="the registry's name")
 
     def run(self, options: dict[str, Any]) -> None:
         action = options["action"]
@@ -104,7 +153,20 @@ class Command(DaemonCommand):
             self.out.show(self.daemon.call("GET", "/api/sources"), render_sources)
         elif action == "show":
             self.out.show(self.daemon.call("GET", _path(options["name"])), source_card)
+        elif action == "search":
+            params = {"q": " ".join(options["words"]) or None, "registry": _registry(options)}
+            self.out.show(self.daemon.call("GET", REGISTRY, params=params), _found)
+        elif action in ("install", "update") and _by_name(options["place"]):
+            if action == "install":
+                self._install_named(options["place"], options)
+            else:
+                self._update_named(options)
         elif action in ("install", "update"):
+            if options.get("check") or options.get("registry"):
+                raise InputInvalid(
+                    "--check" if options.get("check") else "--registry",
+                    "applies to a source asked for by name, not to a file or directory",
+                )
             self._install(options, update=action == "update")
         elif action == "remove":
             confirm(f"Remove source {options['name']}?", yes=options["yes"])
@@ -118,6 +180,19 @@ class Command(DaemonCommand):
         if action == "init":
             made = authoring.init(options["name"], options["template"], Path(options["parent"]))
             self.stdout.write(f"created: {made}\nnext: memcastle source build {made}")
+            return
+        if action == "keygen":
+            public_key = keygen(Path(options["file"]))
+            self.stdout.write(
+                f"key id: {key_id(public_key)}\npublic key: {public_text(public_key)}"
+            )
+            self.stdout.write(
+                f"private key: {options['file']} (keep it secret; trust the public key with "
+                "mining.trusted_keys)"
+            )
+            return
+        if action == "index":
+            self._index(options)
             return
         project = Path(options["path"]).resolve()
         if action == "build" or not options["no_build"]:
@@ -140,6 +215,23 @@ class Command(DaemonCommand):
             self.stdout.write(f"packaged: {packed.path}\nsha256: {packed.sha256}")
             self.stdout.write(f"consent digest: {packed.consent or '(it asks for nothing)'}")
 
+    def _index(self, options: dict[str, Any]) -> None:
+        output = Path(options["output"])
+        indexed = write_index(
+            [Path(archive) for archive in options["archives"]],
+            output,
+            base_url=options["base_url"],
+            key=Path(options["sign"]) if options["sign"] else None,
+            name=options["name"],
+        )
+        for each in indexed:
+            signed = each.release.signature
+            self.stdout.write(
+                f"indexed: {each.name} {each.release.version} (sha256 {each.release.sha256}"
+                + (f", signed by {signed.key})" if signed else ", unsigned)")
+            )
+        self.stdout.write(f"wrote: {output}")
+
     def _install(self, options: dict[str, Any], *, update: bool) -> None:
         data = package_of(options["place"])
         manifest = parse_manifest(read_package(data).manifest_text)
@@ -158,6 +250,71 @@ class Command(DaemonCommand):
             answer = self.daemon.upload("/api/source-packages", data, GZIP, params=params)
         self.out.show(answer, _installed)
 
+    def _install_named(self, spec: str, options: dict[str, Any]) -> None:
+        """Install a source by name from a registry, asking for consent as `_install` does."""
+        registry, consent = _registry(options), options.get("consent")
+        body = {"consent": consent, "enable": bool(options["enable"]), "registry": registry}
+        route = f"{REGISTRY}/{spec}/install"
+        try:
+            answer = self.daemon.call("POST", route, body=body)
+        except RemoteRejected as refused:
+            if refused.remote_code != CONSENT_REQUIRED or consent is not None:
+                raise
+            body["consent"] = self._agree(spec, registry, refused, yes=options["yes"])
+            answer = self.daemon.call("POST", route, body=body)
+        self.out.show(answer, _installed)
+
+    def _update_named(self, options: dict[str, Any]) -> None:
+        """Update NAME, or every source installed from a registry, from its registry."""
+        registry = _registry(options)
+        if options["place"] is not None:
+            names = [options["place"]]
+        else:
+            listed = self.daemon.call("GET", "/api/sources")["adapters"]
+            names = [entry["name"] for entry in listed if entry["origin"] == "registry"]
+        updates = []
+        for name in names:
+            route = f"{REGISTRY}/{name}/update"
+            body: dict[str, Any] = {"check": options["check"], "registry": registry}
+            try:
+                answer = self.daemon.call("POST", route, body=body)
+            except RemoteRejected as refused:
+                if refused.remote_code != CONSENT_REQUIRED:
+                    raise
+                offered = self.daemon.call("POST", route, body={**body, "check": True})
+                spec = f"{name}@{offered['version']}"
+                body["consent"] = self._agree(
+                    spec, offered["registry"], refused, yes=options["yes"], verb="update"
+                )
+                answer = self.daemon.call("POST", route, body=body)
+            updates.append(answer)
+        self.out.show({"updates": updates}, _updated)
+
+    def _agree(
+        self,
+        spec: str,
+        registry: str | None,
+        refused: RemoteRejected,
+        *,
+        yes: bool,
+        verb: str = "install",
+    ) -> str:
+        """The consent digest of what the daemon fetches for `spec`, once agreed: by `--yes`,
+        or on a terminal after showing what it asks for; without one the refusal stands."""
+        preview = self.daemon.call("GET", f"{REGISTRY}/{spec}", params={"registry": registry})
+        if not yes:
+            if not (is_terminal(sys.stdin) and is_terminal(sys.stderr)):
+                raise refused
+            sys.stderr.write(
+                f"The {preview['name']} source {preview['version']} from {preview['registry']} "
+                f"({'signed by ' + preview['signed_by'] if preview['signed_by'] else 'unsigned'}) "
+                "asks for:\n"
+            )
+            for line in permission_lines(preview["permissions"]):
+                sys.stderr.write(f"  {line}\n")
+            confirm(f"Agree and {verb} it?", yes=False)
+        return str(preview["consent_digest"])
+
     def _ask_consent(self, manifest: Manifest, refused: RemoteRejected, verb: str) -> None:
         """On a terminal, show what the source asks for and ask; without one, the refusal
         stands (`--yes` or `--consent` agree without asking)."""
@@ -170,13 +327,6 @@ class Command(DaemonCommand):
         confirm(f"Agree and {verb} it?", yes=False)
 
 
-class RegistriesUnavailable(MemCastleError):
-    """A source asked for by name: that needs a source registry, which is not there yet."""
-
-    code = "memcastle::cli::not_implemented"
-    help = "give a package (.tar.gz) or a source project's directory instead"
-
-
 class TestsFailed(MemCastleError):
     code = "memcastle::source::test_failed"
     help = "read the FAIL lines above: what the source gave against what the fixture expects"
@@ -186,15 +336,34 @@ def _path(name: str, action: str | None = None) -> str:
     return f"/api/source-packages/{name}" + (f"/{action}" if action else "")
 
 
+REGISTRY_HELP = (
+    "the registry to ask instead of mining.registries: an https:// URL, an http:// URL of this "
+    "machine, a file:// URL or a path"
+)
+
+
+def _by_name(word: str | None) -> bool:
+    """Whether `word` asks a registry: a source's name, optionally `@VERSION`, that is not a
+    file or directory here (the local one wins); no word at all means every source."""
+    if word is None:
+        return True
+    name, _, _ = word.partition("@")
+    return not Path(word).expanduser().exists() and bool(NAME_PATTERN.fullmatch(name))
+
+
+def _registry(options: dict[str, Any]) -> str | None:
+    """The `--registry` given, a path of this shell made absolute for the daemon."""
+    registry = options.get("registry")
+    if registry is None:
+        return None
+    if "://" in registry:
+        return str(registry)
+    return str(Path(local_path(registry)).absolute())
+
+
 def package_of(word: str) -> bytes:
-    """The package to send: a `.tar.gz` as it is, or a source project built and packed here.
-    A local file or directory wins over a registry name of the same spelling."""
+    """The package to send: a `.tar.gz` as it is, or a source project built and packed here."""
     place = Path(word).expanduser()
-    if not place.exists() and REGISTRY_NAME.match(word):
-        raise RegistriesUnavailable(
-            f"{word!r} is not a file or directory here, and installing or updating a source by "
-            "name needs a source registry: registries are not available yet"
-        )
     if place.is_file():
         return place.read_bytes()
     if (place / MANIFEST_FILE).is_file() and (place / f"{APP_MODULE}.py").is_file():
@@ -243,6 +412,29 @@ def source_card(out: Output, source: dict[str, Any]) -> str:
 def _installed(out: Output, answer: dict[str, Any]) -> str:
     verb = "replaced" if answer["replaced"] else "installed"
     return f"{verb}: {answer['source']['name']}\n{source_card(out, answer['source'])}"
+
+
+def _found(out: Output, answer: dict[str, Any]) -> str:
+    rows = [
+        [
+            hit["name"],
+            hit["version"] or "(none runs here)",
+            hit["installed"] or "",
+            hit["registry"],
+            hit["description"],
+        ]
+        for hit in answer["results"]
+    ]
+    return table(["NAME", "VERSION", "INSTALLED", "REGISTRY", "DESCRIPTION"], rows)
+
+
+def _updated(out: Output, answer: dict[str, Any]) -> str:
+    if not answer["updates"]:
+        return "no source installed from a registry"
+    return "\n".join(
+        f"{each['name']}: {each['installed'] or '?'} -> {each['version']} ({each['status']})"
+        for each in answer["updates"]
+    )
 
 
 def _removed(out: Output, answer: dict[str, Any]) -> str:
