@@ -22,12 +22,18 @@ starts once more and every job is waited for, then the palace is read through th
 - search indexes out of step (the status' drawer count against the indexes');
 - restarts that failed, and how long each took to serve.
 
-Every figure should be 0. Mining under faults and the remote set-up are not covered yet.
+With `--remote` the palace is a SurrealDB server (the tests' loopback one,
+`tests.support.remote_surreal`) shared by the daemon and a `memcastle worker`, with a Redis
+broker; each round kills the daemon, the worker or both (the worker is restarted at the next
+round), and jobs a dead process held are taken over when their leases expire.
+
+Every figure should be 0. Mining under faults is not covered yet.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import tempfile
@@ -46,7 +52,10 @@ import httpx  # noqa: E402
 
 from tests.support.daemon import Daemon  # noqa: E402
 from tests.support.http import TERMINAL, watch  # noqa: E402
+from tests.support.redis_server import redis_server  # noqa: E402
+from tests.support.surreal_server import remote_surreal  # noqa: E402
 from tests.support.waits import wait_for  # noqa: E402
+from tests.support.workers import Worker, write_config  # noqa: E402
 
 WING = "chaos"
 DIRECT_ROOM = "direct"
@@ -67,6 +76,7 @@ class Acknowledged:
 class Report:
     rounds: int = 0
     startup_kills: int = 0
+    worker_kills: int = 0
     restarts_failed: int = 0
     restart_secs: list[float] = field(default_factory=list)
     lost_drawers: int = 0
@@ -142,6 +152,7 @@ def writer(base_url: str, seed: int, done: threading.Event, acknowledged: Acknow
 
 def run_round(
     daemon: Daemon,
+    worker: Worker | None,
     rng: random.Random,
     args: argparse.Namespace,
     acked: Acknowledged,
@@ -163,6 +174,9 @@ def run_round(
         print(f"  round {report.rounds}: the daemon did not start: {exc}", flush=True)
         return
     report.restart_secs.append(time.perf_counter() - started)
+    if worker is not None and not running(worker):
+        # After the daemon: a worker refuses a palace whose migrations are pending.
+        worker.start()
     with httpx.Client(base_url=daemon.base_url, timeout=30) as http:
         http.post(f"/api/wings/{WING}/rooms", json={"name": DIRECT_ROOM})
     done = threading.Event()
@@ -175,15 +189,33 @@ def run_round(
     for thread in threads:
         thread.start()
     time.sleep(rng.uniform(args.min_kill, args.max_kill))
+    victims = "daemon" if worker is None else rng.choice(("daemon", "worker", "both"))
+    if victims != "daemon":
+        assert worker is not None
+        worker.kill()
+        report.worker_kills += 1
+    if victims == "worker":
+        # The daemon lives on: the round's writers stop, and it stops cleanly.
+        done.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        daemon.stop()
+        return
     daemon.kill()
     done.set()
     for thread in threads:
         thread.join(timeout=60)
 
 
-def check(daemon: Daemon, acked: Acknowledged, report: Report) -> None:
+def running(worker: Worker) -> bool:
+    return worker.process is not None and worker.process.poll() is None
+
+
+def check(daemon: Daemon, worker: Worker | None, acked: Acknowledged, report: Report) -> None:
     """The palace after the last restart, against what was acknowledged."""
     daemon.start()
+    if worker is not None and not running(worker):
+        worker.start()
     with httpx.Client(base_url=daemon.base_url, timeout=120) as http:
         for job_id in acked.jobs:
             # A kill between a writer's pause and its resume leaves the job paused, as asked.
@@ -243,24 +275,37 @@ def content_of_room(http: httpx.Client, room: str) -> list[str]:
 
 def chaos(root: Path, args: argparse.Namespace) -> Report:
     """Run the rounds on one palace under `root` and check it; the figures."""
+    with contextlib.ExitStack() as servers:
+        if not args.remote:
+            return rounds(Daemon(root), None, args)
+        store = servers.enter_context(remote_surreal(root / "surreal"))
+        broker = servers.enter_context(redis_server(root / "redis"))
+        config = write_config(root / "config", store.url, broker)
+        (root / "daemon").mkdir()
+        daemon = Daemon(root / "daemon", env={"MEMCASTLE_CONFIG": str(config)})
+        return rounds(daemon, Worker(root / "worker", config), args)
+
+
+def rounds(daemon: Daemon, worker: Worker | None, args: argparse.Namespace) -> Report:
     rng = random.Random(args.seed)
-    daemon = Daemon(root)
     acked = Acknowledged()
     report = Report()
     try:
         for number in range(args.rounds):
             report.rounds = number + 1
-            run_round(daemon, rng, args, acked, report)
+            run_round(daemon, worker, rng, args, acked, report)
             if args.verbose:
                 print(
                     f"  round {number + 1}: {len(acked.drawers)} drawers and "
                     f"{len(acked.jobs)} jobs acknowledged so far",
                     flush=True,
                 )
-        check(daemon, acked, report)
+        check(daemon, worker, acked, report)
     finally:
         if daemon.process is not None and daemon.process.poll() is None:
             daemon.kill()
+        if worker is not None and running(worker):
+            worker.kill()
     return report
 
 
@@ -276,6 +321,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-startup-kill", type=float, default=2.0, help="latest start-up kill, s (2)"
     )
+    parser.add_argument(
+        "--remote", action="store_true", help="a SurrealDB server, Redis and a worker"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="a line a round")
     return parser.parse_args(argv)
@@ -286,7 +334,8 @@ def main() -> int:
     report = chaos(Path(tempfile.mkdtemp(prefix="memcastle-bench-chaos-")), args)
     restarts = sorted(report.restart_secs)
     print(
-        f"\n{report.rounds} rounds of kill -9 ({report.startup_kills} of them while starting), "
+        f"\n{report.rounds} rounds of kill -9 ({report.startup_kills} of them while starting, "
+        f"{report.worker_kills} of a worker{' (remote palace)' if args.remote else ''}), "
         f"{args.writers} writers, seed {args.seed}"
     )
     print(f"  acknowledged: {report.acknowledged:,} drawers and checkpoint items")

@@ -43,8 +43,12 @@ class Worker:
         self.setup = Daemon(root, env={"MEMCASTLE_CONFIG": str(config)})
         self.log_path = root / "worker.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
 
     def start(self) -> Worker:
+        """Start the worker and wait until it says it is ready (a restarted worker appends to
+        the same log, so only what this start wrote counts)."""
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 self.setup.command("worker"),
@@ -60,10 +64,16 @@ class Worker:
         assert self.process is not None
         if self.process.poll() is not None:
             raise RuntimeError(f"the worker exited with {self.process.returncode}:\n{self.log()}")
-        return "worker ready" in self.log()
+        return "worker ready" in self.log()[self._log_start :]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL, and reap it."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=15)
 
     @property
     def pid(self) -> int:
