@@ -6,8 +6,11 @@ Run from the repository root: `.venv/bin/python bench/chaos.py` (`--rounds 100`,
 (`tests/test_chaos.py` runs a short version and asserts them).
 
 One embedded palace for every round. A share of the rounds (`--startup-kills`, 0.2) kills the
-daemon while it starts, at a random moment of its first `--max-startup-kill` seconds (2). Any
-other round starts the daemon (`memcastle serve`), and
+daemon while it starts, at a random moment of its first `--max-startup-kill` seconds (2);
+another share (`--migration-kills`, 0.1) starts a new palace, kills it at such a moment (while
+its schema migrations are applied) and checks that it starts again fully migrated; another
+(`--claim-kills`, 0.1) submits a job and kills the daemon within 10 ms, while the job is being
+claimed. Any other round starts the daemon (`memcastle serve`), and
 `--writers` client threads send, back to back: drawers filed directly (`POST .../drawers`, each
 with a unique text), supersedes of drawers they filed, and checkpoint jobs of 1 to 40 items
 (unique texts), some paused and resumed; at a random moment from `--min-kill` to `--max-kill`
@@ -76,6 +79,8 @@ class Acknowledged:
 class Report:
     rounds: int = 0
     startup_kills: int = 0
+    migration_kills: int = 0
+    claim_kills: int = 0
     worker_kills: int = 0
     restarts_failed: int = 0
     restart_secs: list[float] = field(default_factory=list)
@@ -130,24 +135,29 @@ def writer(base_url: str, seed: int, done: threading.Event, acknowledged: Acknow
                         acknowledged.replaced.append((old, new))
                         acknowledged.drawers[new] = content
                 else:
-                    contents = [f"chaos item {uuid.uuid4()}" for _ in range(rng.randint(1, 40))]
-                    items = [
-                        {"destination": "project", "wing": WING, "content": c, "tags": []}
-                        for c in contents
-                    ]
-                    answer = http.post(
-                        "/api/jobs", json={"type": "checkpoint", "payload": {"items": items}}
-                    )
-                    if answer.status_code != 201:
+                    job_id = submit_checkpoint(http, rng, acknowledged)
+                    if job_id is None:
                         return
-                    job_id = answer.json()["id"]
-                    with acknowledged.lock:
-                        acknowledged.jobs[job_id] = contents
                     if rng.random() < 0.2:
                         http.post(f"/api/jobs/{job_id}/pause")
                         http.post(f"/api/jobs/{job_id}/resume")
             except httpx.HTTPError:
                 return
+
+
+def submit_checkpoint(
+    http: httpx.Client, rng: random.Random, acknowledged: Acknowledged
+) -> str | None:
+    """A checkpoint job of 1 to 40 unique items; its id once acknowledged, None if refused."""
+    contents = [f"chaos item {uuid.uuid4()}" for _ in range(rng.randint(1, 40))]
+    items = [{"destination": "project", "wing": WING, "content": c, "tags": []} for c in contents]
+    answer = http.post("/api/jobs", json={"type": "checkpoint", "payload": {"items": items}})
+    if answer.status_code != 201:
+        return None
+    job_id: str = answer.json()["id"]
+    with acknowledged.lock:
+        acknowledged.jobs[job_id] = contents
+    return job_id
 
 
 def run_round(
@@ -158,13 +168,17 @@ def run_round(
     acked: Acknowledged,
     report: Report,
 ) -> None:
-    if rng.random() < args.startup_kills:
-        # Killed while it starts: opening the palace, migrating, recovering jobs, building
-        # or loading the search indexes.
+    draw = rng.random()
+    if draw < args.startup_kills:
+        # Killed while it starts: opening the palace, recovering jobs, building or loading the
+        # search indexes.
         daemon.start(wait=False)
         time.sleep(rng.uniform(0.0, args.max_startup_kill))
         daemon.kill()
         report.startup_kills += 1
+        return
+    if worker is None and draw < args.startup_kills + args.migration_kills:
+        kill_while_migrating(daemon.root / f"fresh-{report.rounds}", rng, args, report)
         return
     started = time.perf_counter()
     try:
@@ -179,6 +193,13 @@ def run_round(
         worker.start()
     with httpx.Client(base_url=daemon.base_url, timeout=30) as http:
         http.post(f"/api/wings/{WING}/rooms", json={"name": DIRECT_ROOM})
+        if rng.random() < args.claim_kills:
+            # Killed while the job just submitted is being claimed (a claim takes a few ms).
+            submit_checkpoint(http, rng, acked)
+            time.sleep(rng.uniform(0.0, 0.01))
+            daemon.kill()
+            report.claim_kills += 1
+            return
     done = threading.Event()
     threads = [
         threading.Thread(
@@ -205,6 +226,31 @@ def run_round(
     done.set()
     for thread in threads:
         thread.join(timeout=60)
+
+
+def kill_while_migrating(
+    root: Path, rng: random.Random, args: argparse.Namespace, report: Report
+) -> None:
+    """A new palace killed while its schema migrations are applied, then started again: it
+    must start with every migration applied (the rounds' own palace migrated once, long ago)."""
+    root.mkdir()
+    fresh = Daemon(root)
+    fresh.start(wait=False)
+    time.sleep(rng.uniform(0.0, args.max_startup_kill))
+    fresh.kill()
+    report.migration_kills += 1
+    try:
+        fresh.start()
+        with fresh.client() as http:
+            migrations = http.get("/api/status").json()["migrations"]
+        if migrations["applied"] != migrations["available"]:
+            raise RuntimeError(f"migrations {migrations} after the restart")
+    except (RuntimeError, TimeoutError) as exc:
+        report.restarts_failed += 1
+        print(f"  round {report.rounds}: a palace killed while migrating: {exc}", flush=True)
+    finally:
+        if fresh.process is not None and fresh.process.poll() is None:
+            fresh.stop()
 
 
 def running(worker: Worker) -> bool:
@@ -322,6 +368,18 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-startup-kill", type=float, default=2.0, help="latest start-up kill, s (2)"
     )
     parser.add_argument(
+        "--migration-kills",
+        type=float,
+        default=0.1,
+        help="share of rounds killing a new palace while it migrates (0.1; embedded only)",
+    )
+    parser.add_argument(
+        "--claim-kills",
+        type=float,
+        default=0.1,
+        help="share of rounds killed while a job just submitted is claimed (0.1)",
+    )
+    parser.add_argument(
         "--remote", action="store_true", help="a SurrealDB server, Redis and a worker"
     )
     parser.add_argument("--seed", type=int, default=1)
@@ -335,7 +393,9 @@ def main() -> int:
     restarts = sorted(report.restart_secs)
     print(
         f"\n{report.rounds} rounds of kill -9 ({report.startup_kills} of them while starting, "
-        f"{report.worker_kills} of a worker{' (remote palace)' if args.remote else ''}), "
+        f"{report.migration_kills} while a new palace migrates, {report.claim_kills} while a "
+        f"job is claimed, {report.worker_kills} of a worker"
+        f"{' (remote palace)' if args.remote else ''}), "
         f"{args.writers} writers, seed {args.seed}"
     )
     print(f"  acknowledged: {report.acknowledged:,} drawers and checkpoint items")

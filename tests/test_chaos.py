@@ -8,13 +8,30 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos import arguments, chaos
+from bench.chaos import Report, arguments, chaos
+
+WRITERS = ["--writers", "3", "--seed", "7"]
+# Shares high enough that the rounds of this seed hold each kind of kill.
+KILLS = ["--startup-kills", "0.2", "--migration-kills", "0.2", "--claim-kills", "0.3"]
 
 
 @pytest.mark.slow
 def test_kill_9_loses_nothing_acknowledged_and_files_nothing_twice(tmp_path: Path) -> None:
-    report = chaos(tmp_path, arguments(["--rounds", "3", "--writers", "3", "--seed", "7"]))
+    report = chaos(tmp_path, arguments(["--rounds", "10", *WRITERS, *KILLS]))
 
+    assert min(report.startup_kills, report.migration_kills, report.claim_kills) > 0
+    assert_nothing_lost(report)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_daemon_or_a_worker_of_a_remote_palace(tmp_path: Path) -> None:
+    report = chaos(tmp_path, arguments(["--rounds", "6", *WRITERS, "--remote", *KILLS]))
+
+    assert report.worker_kills > 0
+    assert_nothing_lost(report)
+
+
+def assert_nothing_lost(report: Report) -> None:
     assert report.acknowledged > 0
     assert report.restarts_failed == 0
     assert (report.lost_drawers, report.lost_supersedes) == (0, 0)
