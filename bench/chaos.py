@@ -30,7 +30,11 @@ With `--remote` the palace is a SurrealDB server (the tests' loopback one,
 broker; each round kills the daemon, the worker or both (the worker is restarted at the next
 round), and jobs a dead process held are taken over when their leases expire.
 
-Every figure should be 0. Mining under faults is not covered yet.
+A thread of each round changes a directory tree (files added and rewritten) and asks for mines
+of it as it goes; after the last round, one more mine, then every file's current text must be
+its drawer's (`documents behind`).
+
+Every figure should be 0.
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ from tests.support.workers import Worker, write_config  # noqa: E402
 WING = "chaos"
 DIRECT_ROOM = "direct"
 JOB_ROOM = "entries"  # where a checkpoint files a project item of a named wing
+TREE_WING = "chaos-tree"
+TREE_ROOM = "files"  # where a mine files a directory's documents
 
 
 @dataclass
@@ -72,7 +78,36 @@ class Acknowledged:
     drawers: dict[str, str] = field(default_factory=dict)  # id -> content
     replaced: list[tuple[str, str]] = field(default_factory=list)  # (old id, replacement id)
     jobs: dict[str, list[str]] = field(default_factory=dict)  # job id -> its item contents
+    mines: list[str] = field(default_factory=list)  # mine job ids
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class Tree:
+    """A directory the rounds mine while they change it: files are added and rewritten (each
+    write a rename, as editors save), never removed."""
+
+    root: Path
+    versions: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def change(self, rng: random.Random) -> None:
+        with self.lock:
+            if not self.versions or rng.random() < 0.4:
+                name = f"notes/n{len(self.versions)}.md"
+            else:
+                name = rng.choice(sorted(self.versions))
+            version = self.versions.get(name, 0) + 1
+            self.versions[name] = version
+            path = self.root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            draft = path.with_suffix(".tmp")
+            draft.write_text(f"chaos file {name} version {version} {uuid.uuid4()}\n")
+            draft.replace(path)
+
+    def contents(self) -> dict[str, str]:
+        with self.lock:
+            return {name: (self.root / name).read_text() for name in self.versions}
 
 
 @dataclass
@@ -91,6 +126,8 @@ class Report:
     jobs_incomplete: int = 0
     jobs_failed: int = 0
     index_gap: int = 0
+    mines: int = 0
+    documents_behind: int = 0
     acknowledged: int = 0
 
     def problems(self) -> int:
@@ -102,6 +139,7 @@ class Report:
             + self.jobs_not_terminal
             + self.jobs_incomplete
             + self.index_gap
+            + self.documents_behind
         )
 
 
@@ -160,9 +198,34 @@ def submit_checkpoint(
     return job_id
 
 
+def tree_changer(
+    base_url: str, seed: int, done: threading.Event, tree: Tree, acknowledged: Acknowledged
+) -> None:
+    """Changes the tree every 50-150 ms and asks for a mine of it about every third change,
+    until the daemon dies or the round ends: mines start while files are being rewritten."""
+    rng = random.Random(seed)
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        while not done.is_set():
+            tree.change(rng)
+            if rng.random() < 0.3:
+                try:
+                    answer = http.post(
+                        "/api/jobs",
+                        json={"type": "mine", "path": str(tree.root), "wing": TREE_WING},
+                    )
+                except httpx.HTTPError:
+                    return
+                if answer.status_code != 201:
+                    return
+                with acknowledged.lock:
+                    acknowledged.mines.append(answer.json()["id"])
+            done.wait(rng.uniform(0.05, 0.15))
+
+
 def run_round(
     daemon: Daemon,
     worker: Worker | None,
+    tree: Tree,
     rng: random.Random,
     args: argparse.Namespace,
     acked: Acknowledged,
@@ -207,6 +270,13 @@ def run_round(
         )
         for _ in range(args.writers)
     ]
+    threads.append(
+        threading.Thread(
+            target=tree_changer,
+            args=(daemon.base_url, rng.randrange(2**32), done, tree, acked),
+            daemon=True,
+        )
+    )
     for thread in threads:
         thread.start()
     time.sleep(rng.uniform(args.min_kill, args.max_kill))
@@ -257,7 +327,9 @@ def running(worker: Worker) -> bool:
     return worker.process is not None and worker.process.poll() is None
 
 
-def check(daemon: Daemon, worker: Worker | None, acked: Acknowledged, report: Report) -> None:
+def check(
+    daemon: Daemon, worker: Worker | None, tree: Tree, acked: Acknowledged, report: Report
+) -> None:
     """The palace after the last restart, against what was acknowledged."""
     daemon.start()
     if worker is not None and not running(worker):
@@ -267,10 +339,11 @@ def check(daemon: Daemon, worker: Worker | None, acked: Acknowledged, report: Re
             # A kill between a writer's pause and its resume leaves the job paused, as asked.
             if http.get(f"/api/jobs/{job_id}").json()["status"] == "paused":
                 http.post(f"/api/jobs/{job_id}/resume")
-        for job_id in list(acked.jobs):
+        for job_id in [*acked.jobs, *acked.mines]:
             job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
             if job["status"] == "failed":
                 report.jobs_failed += 1
+        report.documents_behind = documents_behind(http, tree)
         listed = http.get("/api/jobs", params={"limit": 200}).json()["jobs"]
         report.jobs_not_terminal = sum(job["status"] not in TERMINAL for job in listed)
         for drawer_id in acked.drawers:
@@ -280,7 +353,11 @@ def check(daemon: Daemon, worker: Worker | None, acked: Acknowledged, report: Re
             replacement = http.get(f"/api/drawers/{new}")
             if replacement.status_code != 200 or replacement.json().get("supersedes") != old:
                 report.lost_supersedes += 1
-        current = Counter(content_of_room(http, DIRECT_ROOM) + content_of_room(http, JOB_ROOM))
+        current = Counter(
+            content_of_room(http, WING, DIRECT_ROOM)
+            + content_of_room(http, WING, JOB_ROOM)
+            + content_of_room(http, TREE_WING, TREE_ROOM)
+        )
         report.stored_twice = sum(count - 1 for count in current.values() if count > 1)
         report.jobs_incomplete = sum(
             any(current[c] == 0 for c in contents) for contents in acked.jobs.values()
@@ -289,21 +366,39 @@ def check(daemon: Daemon, worker: Worker | None, acked: Acknowledged, report: Re
         status = http.get("/api/status").json()
         report.index_gap = abs(status["drawers"] - status["search"]["drawers"])
     report.acknowledged = len(acked.drawers) + sum(len(c) for c in acked.jobs.values())
+    report.mines = len(acked.mines)
     daemon.stop()
+
+
+def documents_behind(http: httpx.Client, tree: Tree) -> int:
+    """After one more mine of the tree, the files whose current text is not their current
+    drawer: a cursor that had moved past a document its drawers did not reach."""
+    if not tree.versions:
+        return 0
+    answer = http.post(
+        "/api/jobs", json={"type": "mine", "path": str(tree.root), "wing": TREE_WING}
+    )
+    watch(http, answer.json()["id"], ended, "the last mine to end", timeout=600)
+    behind = 0
+    for name, text in tree.contents().items():
+        drawer = http.get(f"/api/wings/{TREE_WING}/rooms/{TREE_ROOM}/drawers/{name}")
+        if drawer.status_code != 200 or drawer.json()["content"] != text:
+            behind += 1
+    return behind
 
 
 def ended(job: dict[str, Any]) -> bool:
     return job["status"] in TERMINAL
 
 
-def content_of_room(http: httpx.Client, room: str) -> list[str]:
+def content_of_room(http: httpx.Client, wing: str, room: str) -> list[str]:
     """The texts of the room's current drawers, every page (a listing shows the start of each;
     a text longer than that is read by id)."""
     contents: list[str] = []
     offset = 0
     while True:
         page = http.get(
-            f"/api/wings/{WING}/rooms/{room}/drawers", params={"limit": 200, "offset": offset}
+            f"/api/wings/{wing}/rooms/{room}/drawers", params={"limit": 200, "offset": offset}
         )
         if page.status_code == 404:
             return contents
@@ -334,19 +429,20 @@ def chaos(root: Path, args: argparse.Namespace) -> Report:
 
 def rounds(daemon: Daemon, worker: Worker | None, args: argparse.Namespace) -> Report:
     rng = random.Random(args.seed)
+    tree = Tree(daemon.root / "tree")
     acked = Acknowledged()
     report = Report()
     try:
         for number in range(args.rounds):
             report.rounds = number + 1
-            run_round(daemon, worker, rng, args, acked, report)
+            run_round(daemon, worker, tree, rng, args, acked, report)
             if args.verbose:
                 print(
                     f"  round {number + 1}: {len(acked.drawers)} drawers and "
                     f"{len(acked.jobs)} jobs acknowledged so far",
                     flush=True,
                 )
-        check(daemon, worker, acked, report)
+        check(daemon, worker, tree, acked, report)
     finally:
         if daemon.process is not None and daemon.process.poll() is None:
             daemon.kill()
@@ -406,6 +502,10 @@ def main() -> int:
         f"missing {report.jobs_incomplete} (failed {report.jobs_failed})"
     )
     print(f"  search index drawers differing from the store's {report.index_gap}")
+    print(
+        f"  mines of a changing tree {report.mines}; files whose drawer is behind them "
+        f"after one more mine {report.documents_behind}"
+    )
     if restarts:
         median = restarts[len(restarts) // 2]
         print(

@@ -1,6 +1,7 @@
-"""Crash safety, the short version of `bench/chaos.py`: rounds of writes, supersedes and
-checkpoint jobs ended by `kill -9` of the daemon, then every acknowledged write found, nothing
-filed twice, every job ended, the search indexes in step with the store."""
+"""Crash safety, the short version of `bench/chaos.py`: rounds of writes, supersedes,
+checkpoint jobs and mines of a changing tree ended by `kill -9` of the daemon (or a worker),
+then every acknowledged write found, nothing filed twice, every job ended, every file's drawer
+current, the search indexes in step with the store."""
 
 from __future__ import annotations
 
@@ -38,3 +39,5 @@ def assert_nothing_lost(report: Report) -> None:
     assert report.stored_twice == 0
     assert (report.jobs_not_terminal, report.jobs_incomplete) == (0, 0)
     assert report.index_gap == 0
+    assert report.mines > 0
+    assert report.documents_behind == 0
