@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import itertools
 import logging
 import random
 import time
@@ -19,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from surrealdb import NullType, RecordID, Surreal
+from surrealdb import DoneFrame, ErrorFrame, NullType, RecordID, Surreal
 from surrealdb.errors import SurrealError
 
 from kernel import wire
@@ -36,20 +37,23 @@ DATABASE = "palace"
 # engine refuse the later commit with "this transaction can be retried": it is tried again, a
 # little later each time (a random wait up to 4 ms, doubling, at most 200 ms), since it was
 # rolled back whole. Four processes filing into one room, whose items share a deduplication key,
-# exhausted five tries (tests/test_cluster.py).
-CONFLICT_RETRIES = 12
+# exhausted five tries (tests/test_cluster.py); a daemon and a worker mining and filing at once
+# exhausted twelve within 2 s (bench/chaos.py --remote), so the tries last up to 20 s.
 CONFLICT_WAIT_SECS = 0.004
 CONFLICT_WAIT_MAX_SECS = 0.2
+CONFLICT_RETRY_SECS = 20.0
+RETRYABLE = "can be retried"
+# What the engine says of the statements of a failed transaction that did not fail themselves.
+NOT_THE_CAUSE = ("not executed due to a failed transaction", "was aborted due to a prior error")
 
 
-def _may_be_a_conflict(text: str, sql: str) -> bool:
-    """Whether a failed query may have lost a write conflict. In a transaction block the
-    engine reports the conflict on COMMIT and only "not executed" on the statements before it,
-    which is all the SDK's error shows, so any failed transaction is tried again; its other
-    failures (a THROW, a type error) fail the same way each time."""
-    if "can be retried" in text:
-        return True
-    return sql.startswith("BEGIN TRANSACTION") and "failed transaction" in text
+def _wait_before_retry(attempt: int, started: float) -> bool:
+    """Sleep before try `attempt + 1` of a write that lost a conflict; False when the tries
+    have lasted long enough."""
+    if time.monotonic() - started > CONFLICT_RETRY_SECS:
+        return False
+    time.sleep(random.uniform(0, min(CONFLICT_WAIT_SECS * 2**attempt, CONFLICT_WAIT_MAX_SECS)))
+    return True
 
 
 class UniqueViolation(Exception):
@@ -224,24 +228,20 @@ class Store:
         """
         if self._db is None:
             raise StoreFailed("the datastore is not open")
-        for attempt in range(CONFLICT_RETRIES + 1):
+        started = time.monotonic()
+        for attempt in itertools.count():
             try:
                 results = self._db.query(sql, dict(variables or {})).execute()
             except SurrealError as exc:
                 text = str(exc)
                 if "already contains" in text and "index" in text.lower():
                     raise UniqueViolation(text) from None
-                if attempt < CONFLICT_RETRIES and _may_be_a_conflict(text, sql):
-                    time.sleep(
-                        random.uniform(
-                            0, min(CONFLICT_WAIT_SECS * 2**attempt, CONFLICT_WAIT_MAX_SECS)
-                        )
-                    )
+                if RETRYABLE in text and _wait_before_retry(attempt, started):
                     continue
                 logger.error("datastore query failed: %s\n%s", text, sql.strip()[:2000])
                 raise StoreFailed("the datastore failed to answer") from None
             return plain(results)
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        raise AssertionError("unreachable: the loop returns or raises")
 
     def one(self, sql: str, variables: Mapping[str, Any] | None = None) -> Any:
         """The result of the last statement of `sql`."""
@@ -250,12 +250,46 @@ class Store:
     def transaction(self, sql: str, variables: Mapping[str, Any] | None = None) -> Any:
         """Run `sql` atomically; a failing statement rolls the whole block back.
 
-        Returns the result of the block's last statement. A failure raises `StoreFailed`: the
-        engine reports the statements it did not run before the one that failed, so a unique
-        violation inside a transaction cannot be told apart from other failures.
+        Returns the result of the block's last statement. A failure raises `StoreFailed`, its
+        cause logged; a block that lost a write conflict is run again. The block is read
+        statement by statement (`stream`): the SDK's plain answer to a failed transaction is the
+        first statement's "not executed", which does not say whether a THROW, a type error or a
+        conflict at COMMIT failed it.
         """
-        results = self.query(f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;", variables)
-        return results[-2]
+        if self._db is None:
+            raise StoreFailed("the datastore is not open")
+        block = f"BEGIN TRANSACTION;\n{sql}\nCOMMIT TRANSACTION;"
+        started = time.monotonic()
+        for attempt in itertools.count():
+            values, errors = self._run_block(block, variables)
+            if not errors:
+                return plain(values[max(values) - 1])
+            if any(RETRYABLE in error for error in errors) and _wait_before_retry(attempt, started):
+                continue
+            cause = next(
+                (e for e in errors if not any(part in e for part in NOT_THE_CAUSE)), errors[0]
+            )
+            logger.error("datastore transaction failed: %s\n%s", cause, sql.strip()[:2000])
+            raise StoreFailed("the datastore failed to answer")
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _run_block(
+        self, block: str, variables: Mapping[str, Any] | None
+    ) -> tuple[dict[int, Any], list[str]]:
+        """Each statement's result by its index, and the errors of those that failed."""
+        assert self._db is not None
+        values: dict[int, Any] = {}
+        errors: list[str] = []
+        try:
+            with self._db.query(block, dict(variables or {})).stream() as frames:
+                for frame in frames:
+                    if isinstance(frame, DoneFrame):
+                        values[frame.index] = frame.result.value
+                    elif isinstance(frame, ErrorFrame):
+                        errors.append(str(frame.error))
+        except SurrealError as exc:
+            errors.append(str(exc))
+        return values, errors
 
     def changes(self, since: int, limit: int) -> list[tuple[int, str, str, dict[str, Any]]]:
         """The database's change feed from versionstamp `since` on (inclusive), at most `limit`

@@ -273,13 +273,18 @@ def test_a_batch_into_rooms_written_before_reads_once_then_writes(
 ) -> None:
     filed(palace, ctx, "notes", "the first note makes the room")
     queries: list[str] = []
-    query = store.query
+    query, transaction = store.query, store.transaction
 
     def counted(sql: str, variables: Any = None) -> list[Any]:
         queries.append(sql)
         return query(sql, variables)
 
+    def counted_transaction(sql: str, variables: Any = None) -> Any:
+        queries.append(sql)
+        return transaction(sql, variables)
+
     monkeypatch.setattr(store, "query", counted)
+    monkeypatch.setattr(store, "transaction", counted_transaction)
     outcomes = palace.filing.file_batch(
         ctx, [("work", "notes", Filing(content=f"note {n}", name=f"n{n}")) for n in range(5)]
     )
