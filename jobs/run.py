@@ -126,6 +126,13 @@ class JobRun[Services]:
         """Whether an earlier run of this job may have done work it did not save."""
         return self.attempt > 1
 
+    def waiting_for(self, claim: Callable[[], bool]) -> None:
+        """Return once `claim()` is True, trying every `WAIT_SLICE_SECS` and honouring a pause
+        or cancel meanwhile: what another process runs (a mine of the same source) is not
+        waited for with a lock of this one."""
+        while not claim():
+            self.sleep(WAIT_SLICE_SECS)
+
     def check(self) -> None:
         """Raise `JobStopped` if the job should stop before its next unit."""
         if self.stop_requested or self.interrupted or self.aborted:

@@ -203,13 +203,19 @@ class Pipeline:
         self.full = bool(params.get("full"))
 
     def run(self) -> dict[str, Any]:
-        """Mine the source; a second run of the same place waits for the first to end."""
+        """Mine the source; a second run of the same place, in this process or another, waits
+        for the first to end."""
         with self.job.holding(_source_lock(self.source_id)):
-            return self._run()
+            self._ensure_source()
+            self.job.waiting_for(
+                lambda: self.sources.claim_run(self.source_id, self.job.job_id, utc_now())
+            )
+            # Read after the wait: the run waited for may have moved the cursor.
+            return self._run(self._ensure_source())
 
-    def _run(self) -> dict[str, Any]:
+    def _ensure_source(self) -> dict[str, Any]:
         now = utc_now()
-        row = self.sources.ensure(
+        return self.sources.ensure(
             {
                 "id": self.source_id,
                 "source": self.ref.source,
@@ -221,6 +227,8 @@ class Pipeline:
                 "updated_at": now,
             }
         )
+
+    def _run(self, row: dict[str, Any]) -> dict[str, Any]:
         start_cursor = None if self.full else row.get("cursor")
         state: dict[str, Any] = {
             "next_index": 0,

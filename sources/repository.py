@@ -42,6 +42,22 @@ class SourceRepository:
             {"id": source_id, "cursor": cursor, "job": job_id, "now": now},
         )
 
+    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> bool:
+        """Name `job_id` the one mining the place, unless another job that is running with a
+        current lease holds it. Nothing releases the claim: it lapses with its job's run."""
+        return bool(
+            self.store.transaction(
+                "LET $holder = (SELECT VALUE running_job FROM ONLY type::record('source', $id));"
+                "LET $held = $holder != NONE AND $holder != $job AND (SELECT VALUE "
+                "status = 'running' AND lease_expires_at > $now "
+                "FROM ONLY type::record('job', $holder)) = true;"
+                "IF !$held { UPDATE type::record('source', $id) SET running_job = $job "
+                "RETURN NONE; };"
+                "RETURN !$held;",
+                {"id": source_id, "job": job_id, "now": now},
+            )
+        )
+
     def documents(self, source_id: str, external_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored documents among `external_ids`, by external id."""
         ids = [_document_id(source_id, external_id) for external_id in external_ids]

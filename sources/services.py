@@ -47,6 +47,12 @@ class SourceService:
         """Record (or replace) documents once their drawers are filed."""
         self._repository.record_documents(source_id, documents)
 
+    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> bool:
+        """Whether `job_id` may mine the place now: no other process's job is mining it. Two
+        runs of one place at once would both file a changed document, one of them beside the
+        other's drawer instead of superseding it."""
+        return self._repository.claim_run(source_id, job_id, now)
+
     def advance(self, source_id: str, cursor: Any, job_id: str, now: dt.datetime) -> None:
         """Move the place's cursor past what the job has filed and recorded."""
         self._repository.advance(source_id, cursor, job_id, now)

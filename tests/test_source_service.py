@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jobs.repository import JobRepository
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.store import Store
@@ -83,3 +84,38 @@ def test_documents_are_recorded_and_replaced(sources: SourceService) -> None:
     assert found["b.md"]["revision"] == "r1"
     listed = sources.list_sources(RequestContext.build())["sources"]
     assert [(row["id"], row["documents"]) for row in listed] == [(PLACE, 2)]
+
+
+def running_job(store: Store, job_id: str, lease_until: dt.datetime) -> None:
+    JobRepository(store).create(
+        {
+            "id": job_id,
+            "kind": {"type": "mine", "path": "/notes"},
+            "status": "running",
+            "priority": 50,
+            "created_at": AT,
+            "updated_at": AT,
+            "lease_owner": f"memcastle-1-{job_id}",
+            "lease_expires_at": lease_until,
+        }
+    )
+
+
+def test_a_place_is_mined_by_one_job_at_a_time_whatever_process_runs_it(
+    sources: SourceService, store: Store
+) -> None:
+    """Two processes' mines of one place would both file a changed document, one beside the
+    other's drawer (bench/chaos.py --remote found 46 texts stored twice): the second waits."""
+    sources.ensure(place())
+    lease = AT + dt.timedelta(seconds=30)
+    running_job(store, "first", lease)
+    running_job(store, "second", lease)
+
+    assert sources.claim_run(PLACE, "first", AT)
+    assert not sources.claim_run(PLACE, "second", AT)
+    assert sources.claim_run(PLACE, "first", AT), "its own claim holds"
+    # The first job's process died: once its lease has lapsed the place is free.
+    assert sources.claim_run(PLACE, "second", lease + dt.timedelta(seconds=1))
+    assert not sources.claim_run(PLACE, "first", AT)
+    store.query("UPDATE job:second SET status = 'completed'")
+    assert sources.claim_run(PLACE, "first", AT), "a job that ended holds nothing"
