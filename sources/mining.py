@@ -207,11 +207,17 @@ class Pipeline:
         for the first to end."""
         with self.job.holding(_source_lock(self.source_id)):
             self._ensure_source()
-            self.job.waiting_for(
-                lambda: self.sources.claim_run(self.source_id, self.job.job_id, utc_now())
-            )
+            self._hold_the_place()
             # Read after the wait: the run waited for may have moved the cursor.
             return self._run(self._ensure_source())
+
+    def _hold_the_place(self) -> None:
+        """Claim the place, waiting while another process's run holds it. Claimed again before
+        every batch: a run whose lease lapsed while it worked (a stalled process) may have lost
+        the place to another, and must not file beside it."""
+        self.job.waiting_for(
+            lambda: self.sources.claim_run(self.source_id, self.job.job_id, utc_now())
+        )
 
     def _ensure_source(self) -> dict[str, Any]:
         now = utc_now()
@@ -248,6 +254,8 @@ class Pipeline:
             )
         for offset in range(0, len(candidates), BATCH):
             batch = candidates[offset : offset + BATCH]
+            if offset:
+                self._hold_the_place()
             self._file(batch, state, replaying=offset == 0 and replayed is not None)
             state["next_index"] += len(batch)
             state["cursor"] = batch[-1].cursor_after
