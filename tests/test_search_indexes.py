@@ -30,7 +30,7 @@ from palace.embeddings.repository import EmbeddingRepository
 from palace.filing import Filing
 from palace.search import indexes as indexes_module
 from palace.search.indexes import IndexesBuilding, SearchIndexes
-from palace.search.lexical import SCHEMA_VERSION
+from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
 from palace.search.query import to_ns
 from palace.search.repository import SearchRepository
 from palace.search.scope import OPEN
@@ -537,6 +537,31 @@ def test_a_reopen_resumes_from_the_watermark(
     assert not rebuilt(caplog), "nothing was missing: nothing is rebuilt"
     assert filled.indexes.lexical_mark == mark["watermark"]
     assert answers(filled) == before
+
+
+def test_an_index_tantivy_cannot_commit_to_is_read_again_from_the_store(
+    filled: SearchPalace, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill in the middle of a commit can leave a file the next commit wants to create:
+    tantivy then refuses every commit ("FileAlreadyExists", found by bench/chaos.py --remote,
+    where the daemon could not start again). The daemon reads the index again instead."""
+    filled.close_indexes()
+    fill(filled, 100, 3)
+    commit = LexicalIndex.commit
+    refused: list[bool] = []
+
+    def refuse_once(index: LexicalIndex) -> bool:
+        if not refused:
+            refused.append(True)
+            raise ValueError('Failed to open file for write: FileAlreadyExists("x.del")')
+        return commit(index)
+
+    monkeypatch.setattr(LexicalIndex, "commit", refuse_once)
+    with caplog.at_level(logging.WARNING, logger="palace.search.indexes"):
+        filled.reopen_indexes()
+    assert any("could not be written" in record.getMessage() for record in caplog.records)
+    assert filled.ids(q="n101") != []
+    assert answers(filled) == _fresh_answers(filled)
 
 
 def test_a_change_written_while_closed_is_seen_after_reopen(

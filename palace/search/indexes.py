@@ -164,7 +164,15 @@ class SearchIndexes:
     def _finish_opening(self, lexical_ok: bool, snapshot_ok: bool) -> None:
         if not (lexical_ok and snapshot_ok):
             self._rebuild(lexical=not lexical_ok, snapshot=not snapshot_ok)
-        self._catch_up()
+        try:
+            self._catch_up()
+        except ValueError as exc:
+            # tantivy refused to commit to the index found on disk: a kill in the middle of a
+            # commit can leave a file the next commit wants to create ("FileAlreadyExists",
+            # bench/chaos.py --remote). The index is derived: it is read again from the store.
+            logger.warning("the lexical index could not be written (%s): rebuilding it", exc)
+            self._rebuild(lexical=True, snapshot=False)
+            self._catch_up()
         if not self._consistent():
             logger.warning("search indexes disagree with the store: rebuilding them")
             self._rebuild(lexical=True, snapshot=True)

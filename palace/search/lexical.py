@@ -57,6 +57,9 @@ class LexicalIndex:
         path.mkdir(parents=True, exist_ok=True)
         self.index = Index(self.schema, path=str(path), reuse=True)
         self.writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
+        # Files of a commit a killed process did not finish are not the index's: gone before
+        # a commit of ours wants their names.
+        self.writer.garbage_collect_files()
         self.searcher = self.index.searcher()
         self._pending = False
 
