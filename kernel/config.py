@@ -30,6 +30,7 @@ from kernel.values import (
     ed25519_keys_value,
     http_url_value,
     registries_value,
+    web_address_problem,
     web_api_value,
 )
 
@@ -452,6 +453,9 @@ class MiningConfig:
     # `trusted_keys` (base64 ed25519 public keys).
     trust: str = "optional"
     trusted_keys: tuple[str, ...] = ()
+    # `[mining.oauth.<source>]`: the OAuth client (and endpoints) a source signs in with, in
+    # place of the ones its manifest declares (your own OAuth app, GitHub Enterprise).
+    oauth_clients: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -628,6 +632,7 @@ def load_config(
             github_api_url=values["mining.github_api_url"],
             trust=values["mining.trust"],
             trusted_keys=values["mining.trusted_keys"],
+            oauth_clients=_oauth_clients(file_values, path),
         ),
         embeddings=_embeddings(values, file_values, origins, path),
         extraction=_extraction(values, origins),
@@ -717,6 +722,34 @@ def _check_trust(values: dict[str, Any], origins: dict[str, str]) -> None:
             f"invalid value for `mining.trust` from {origins['mining.trust']}: `required` needs "
             "at least one key in mining.trusted_keys (MEMCASTLE_MINING_TRUSTED_KEYS)"
         )
+
+
+# What `[mining.oauth.<source>]` may set: the client, and the endpoints it signs in at.
+OAUTH_CLIENT_KEYS = ("client_id", "token_url", "device_authorization_url", "authorize_url")
+SOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,46}[a-z0-9])?$")
+
+
+def _oauth_clients(file_values: Mapping[str, object], path: Path) -> dict[str, dict[str, str]]:
+    """`[mining.oauth.<source>]` tables, each key checked: a client id, and endpoints that are
+    https (http only to this machine), since codes and tokens cross them."""
+    clients: dict[str, dict[str, str]] = {}
+    for key, raw in file_values.items():
+        if not key.startswith("mining.oauth."):
+            continue
+        source, _, name = key.removeprefix("mining.oauth.").partition(".")
+        if not SOURCE_NAME.match(source) or name not in OAUTH_CLIENT_KEYS:
+            raise ConfigInvalid(
+                f"`{key}` in {path} is not a setting: `[mining.oauth.<source>]` takes "
+                f"{', '.join(OAUTH_CLIENT_KEYS)}"
+            )
+        text = raw.strip() if isinstance(raw, str) else ""
+        problem = "is empty" if not text else None
+        if name != "client_id" and text:
+            problem = web_address_problem(text)
+        if problem is not None:
+            raise ConfigInvalid(f"invalid value for `{key}` from {path}: {raw!r} {problem}")
+        clients.setdefault(source, {})[name] = text
+    return clients
 
 
 def _extraction(values: dict[str, Any], origins: dict[str, str]) -> ExtractionConfig:

@@ -4,6 +4,7 @@ everything else to Django, each bound to the daemon's services."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import closing
 from typing import IO, Any
@@ -11,7 +12,7 @@ from typing import IO, Any
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 
 import django
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.routing import ProtocolTypeRouter
 from django.core import signals
 from django.core.exceptions import RequestAborted
@@ -27,9 +28,11 @@ from memcastle_project.composition import Services
 from memcastle_project.gate import TokenGate
 from memcastle_project.urls import URLConf
 
-# The event stream's view is async and streams for as long as the client listens: it keeps
-# Django's own async path, which does not hold the sync thread.
-EVENT_STREAM_PATH = "/api/events"
+# Routes that hold their request open: the event stream (an async view, streaming for as long
+# as the client listens) and a sign-in's long poll (up to 25 s). They keep Django's own path,
+# which runs a sync view on a thread of its own: on the one thread every other view shares, a
+# wait would stall the whole daemon until it ended.
+HELD_OPEN = re.compile(r"/api/(?:events|source-packages/[^/]+/auth/[^/]+/wait)")
 
 
 class DjangoApp(ASGIHandler):
@@ -64,8 +67,10 @@ class DjangoApp(ASGIHandler):
     ) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}")
-        if scope["path"] == EVENT_STREAM_PATH:
-            await self.handle(scope, receive, send)
+        if HELD_OPEN.fullmatch(scope["path"]):
+            # A context of its own: a sync view in it runs on a thread of its own.
+            async with ThreadSensitiveContext():
+                await self.handle(scope, receive, send)
             return
         try:
             body_file = await self.read_body(receive)

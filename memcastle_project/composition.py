@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import httpx
+
 from graph.entities import EntityService
 from graph.extraction_records import ExtractionRecords
 from graph.facts import FactService
@@ -23,7 +25,7 @@ from graph.repositories.reads import GraphReadRepository
 from jobs.executor import Executor
 from jobs.repository import JobRepository
 from jobs.services import JobService
-from kernel.config import Config, default_config_file
+from kernel.config import Config, default_config_file, state_dir
 from kernel.events import EventBus
 from kernel.store import Store
 from memcastle_project.auth import TokenService
@@ -47,13 +49,16 @@ from palace.search.indexes import SearchIndexes
 from palace.search.preferences import load_preferences
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
+from sources.access_tokens import AccessTokens
 from sources.components import ComponentRuntime
+from sources.credentials import open_credential_store
 from sources.miner_service import MinerService
 from sources.packages import SourcePackages, compiled_cache_dir
 from sources.registry import SourceRegistry
 from sources.registry_fetch import Fetcher
 from sources.repository import PackageRepository, SourceRepository, TriggerRepository
 from sources.services import SourceService
+from sources.sign_in import SignIns
 from sources.signing import TrustPolicy
 from sources.trigger_service import TriggerService
 from sources.trigger_supervisor import TriggerSupervisor
@@ -94,6 +99,7 @@ class Services:
     extraction_records: ExtractionRecords
     graph_reads: GraphReads
     sources: SourceService
+    sign_ins: SignIns
     registry: SourceRegistry
     maintenance: Maintenance
     miners: MinerService
@@ -102,6 +108,10 @@ class Services:
     system: SystemService
     console: DatabaseConsole
     configuration: ConfigurationReport
+
+
+# How long one request to an OAuth provider may take.
+OAUTH_TIMEOUT = 15.0
 
 
 def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
@@ -123,8 +133,17 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         config.palace_path / "search",
         {name: profile.dimensions for name, profile in embeddings.profiles.items()},
     )
+    # Sources' OAuth credentials: in the system keyring when one is usable, else in files
+    # under the daemon's state directory.
+    access_tokens = AccessTokens(
+        open_credential_store(state_dir(os.environ) / "credentials"),
+        httpx.Client(timeout=OAUTH_TIMEOUT),
+    )
     packages = SourcePackages(
-        config.mining, PackageRepository(store), ComponentRuntime(compiled_cache_dir(os.environ))
+        config.mining,
+        PackageRepository(store),
+        ComponentRuntime(compiled_cache_dir(os.environ)),
+        tokens=access_tokens,
     )
     tokens = TokenService(
         TokenRepository(store), enabled=config.auth_enabled, secret=config.auth_token
@@ -162,6 +181,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
         extraction_records=ExtractionRecords(ExtractionRepository(store), entities, events),
         graph_reads=graph_reads,
         sources=SourceService(SourceRepository(store), packages),
+        sign_ins=SignIns(packages, access_tokens),
         registry=SourceRegistry(
             config.mining,
             packages,

@@ -78,6 +78,9 @@ SPECTACULAR_SETTINGS = {
         "TriggerTypeEnum": "sources.triggers.TYPES",
         "TriggerStatusEnum": "sources.trigger_views.STATUSES",
         "FireOutcomeEnum": "sources.trigger_views.FIRE_OUTCOMES",
+        "SignInFlowEnum": "sources.shapes.SIGN_IN_FLOWS",
+        "SignInStatusEnum": "sources.shapes.SIGN_IN_STATUSES",
+        "CredentialStoreEnum": "sources.shapes.CREDENTIAL_STORES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

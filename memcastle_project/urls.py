@@ -136,6 +136,14 @@ def _routes(services: Services, urlconf: URLConf) -> list[URLPattern | URLResolv
             "api/source-packages/<str:name>/disable",
             sources.SourceDisableView.as_view(**packages),
         ),
+        path(
+            "api/source-packages/<str:name>/auth",
+            sources.SourceAuthView.as_view(sign_ins=services.sign_ins),
+        ),
+        path(
+            "api/source-packages/<str:name>/auth/<str:flow>/wait",
+            sources.SourceAuthWaitView.as_view(sign_ins=services.sign_ins),
+        ),
         path("api/source-registry", registry.SourceRegistryView.as_view(**source_registry)),
         path(
             "api/source-registry/<str:spec>",

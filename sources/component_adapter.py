@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import wasmtime.component as wc
 
-from kernel.errors import InputInvalid
+from kernel.errors import InputInvalid, MemCastleError
 from sources.adapters import (
     Candidate,
     CanonicalDocument,
@@ -62,6 +62,7 @@ class ComponentAdapter:
         origin: str,
         caps: Caps,
         environ: Mapping[str, str] | None = None,
+        access_token: Callable[[], str] | None = None,
     ) -> None:
         self.manifest = manifest
         self.name = manifest.name
@@ -72,6 +73,9 @@ class ComponentAdapter:
         self.options: tuple[OptionSpec, ...] = manifest.options
         self._component = component
         self._environ = dict(os.environ if environ is None else environ)
+        # The source's current access token, renewed as needed (`sources.access_tokens`):
+        # None for a source that declares no sign-in.
+        self._access_token = access_token
         limits = manifest.limits
         self._memory_mib = min(caps.memory_mib, limits.memory_mib or caps.memory_mib)
         self._timeout_secs = min(caps.timeout_secs, limits.timeout_secs or caps.timeout_secs)
@@ -81,7 +85,22 @@ class ComponentAdapter:
     def _home(self) -> str:
         return self._environ.get("HOME") or os.path.expanduser("~")
 
-    def _grant(self, locator: str | None) -> Grant:
+    def _call(self, locator: str | None, export: str, *args: Any) -> Any:
+        """One call granted the manifest's permissions. A call that fails after the host refused
+        it an access token fails with that refusal (`memcastle::credential::required`,
+        `memcastle::credential::refresh_failed`), not as the source's own failure."""
+        token = None if self._access_token is None else _Token(self._access_token)
+        try:
+            answer = self._component.call(self._grant(locator, token), export, *args)
+        except SourceFailed:
+            if token is not None and token.refused is not None:
+                raise token.refused from None
+            raise
+        if isinstance(answer, wc.Variant) and token is not None and token.refused is not None:
+            raise token.refused
+        return answer
+
+    def _grant(self, locator: str | None, token: _Token | None) -> Grant:
         permissions = self.manifest.permissions
         env = {name: self._environ[name] for name in BASE_ENV if name in self._environ}
         env.update({name: self._environ[name] for name in permissions.env if name in self._environ})
@@ -93,6 +112,7 @@ class ComponentAdapter:
             process_env=env,
             guest_env={"HOME": self._home()},
             network=permissions.network,
+            access_token=token,
         )
 
     def _pure(self) -> Grant:
@@ -121,9 +141,7 @@ class ComponentAdapter:
         # reached through a symlink is handed over resolved.
         if locator is not None and os.path.isabs(locator):
             locator = os.path.realpath(locator)
-        answer = self._component.call(
-            self._grant(locator), "identify", locator, sorted(options.items())
-        )
+        answer = self._call(locator, "identify", locator, sorted(options.items()))
         if isinstance(answer, wc.Variant):
             _raise(answer, field=_field_at_fault(answer, options))
         ref = _source_ref(answer)
@@ -140,9 +158,7 @@ class ComponentAdapter:
         return _text(self._component.call(self._pure(), "default-room"), "room")
 
     def discover(self, source: SourceRef, cursor: Any, limit: int) -> Discovery:
-        answer = self._component.call(
-            self._grant(source.locator), "discover", _wit_ref(source), json.dumps(cursor), limit
-        )
+        answer = self._call(source.locator, "discover", _wit_ref(source), json.dumps(cursor), limit)
         if isinstance(answer, wc.Variant):
             _raise(answer)
         candidates = [_candidate(item) for item in _field(answer, "candidates", list)]
@@ -153,9 +169,7 @@ class ComponentAdapter:
         return Discovery(candidates=candidates, exhausted=_field(answer, "exhausted", bool))
 
     def read(self, source: SourceRef, candidate: Candidate) -> RawDocument | None:
-        answer = self._component.call(
-            self._grant(source.locator), "read", _wit_ref(source), _wit_candidate(candidate)
-        )
+        answer = self._call(source.locator, "read", _wit_ref(source), _wit_candidate(candidate))
         if isinstance(answer, wc.Variant):
             _raise(answer)
         if answer is None:
@@ -196,6 +210,21 @@ class ComponentAdapter:
             uri=_optional(answer, "uri"),
             tags=[_text(tag, "tag") for tag in _field(answer, "tags", list)],
         )
+
+
+class _Token:
+    """The access token as one call asks for it, keeping the host's refusal, if any."""
+
+    def __init__(self, fetch: Callable[[], str]) -> None:
+        self._fetch = fetch
+        self.refused: MemCastleError | None = None
+
+    def __call__(self) -> str:
+        try:
+            return self._fetch()
+        except MemCastleError as exc:
+            self.refused = exc
+            raise
 
 
 def _locator_dir(locator: str | None) -> str | None:

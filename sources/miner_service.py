@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
 from kernel.validation import body_object
+from sources.credentials import CredentialRequired
 from sources.miners import (
     DIRECTORY,
     MINERS,
     PATCH_KEYS,
     RUN_KEYS,
     ConfigFileRefused,
-    CredentialRequired,
     Miner,
     MinerDisabled,
     MinerInvalid,
@@ -77,13 +77,13 @@ class MinerService:
         with self._lock:
             self._refresh()
             miners = sorted(self._miners, key=lambda miner: miner.name)
-        return {"miners": [miner.shown(self._environ) for miner in miners]}
+        return {"miners": [self._shown(miner) for miner in miners]}
 
     def get(self, ctx: RequestContext, name: object) -> dict[str, Any]:
         ctx.require_read("miner_get")
         with self._lock:
             self._refresh()
-            return self._find(name).shown(self._environ)
+            return self._shown(self._find(name))
 
     # Changing the file.
 
@@ -102,7 +102,7 @@ class MinerService:
                 self._check_usable(miner)
             plan = [*self._kept(), Planned(miner)]
             self._write(plan)
-        return miner.shown(self._environ)
+        return self._shown(miner)
 
     def change(self, name: str, data: object) -> dict[str, Any]:
         """Apply a JSON merge patch to a miner: a key replaces its value, null removes it, and
@@ -130,7 +130,7 @@ class MinerService:
                     f"({', '.join(reasons)}); nothing was written"
                 )
             self._write(self._replacing(index, new))
-        return new.shown(self._environ)
+        return self._shown(new)
 
     def enable(self, name: str) -> dict[str, Any]:
         return self._switch(name, enabled=True)
@@ -147,7 +147,7 @@ class MinerService:
                 if enabled:
                     self._check_usable(miner)
                 self._write(self._replacing(index, miner))
-        return miner.shown(self._environ)
+        return self._shown(miner)
 
     def remove(self, name: str) -> dict[str, Any]:
         with self._lock:
@@ -346,9 +346,22 @@ class MinerService:
         manifest = installed.manifest if installed is not None else None
         return manifest is not None and manifest.permissions.oauth is not None
 
+    def _shown(self, miner: Miner) -> dict[str, Any]:
+        return miner.shown(self._environ, signed_in=self._signed_in(miner))
+
+    def _signed_in(self, miner: Miner) -> bool:
+        credential = miner.credential
+        return (
+            credential is not None
+            and credential.kind == "oauth"
+            and self._packages.signed_in(miner.source)
+        )
+
     def _check_credential(self, miner: Miner) -> None:
         credential = miner.credential
-        if credential is None or credential.available(self._environ):
+        if credential is None or credential.available(
+            self._environ, signed_in=self._signed_in(miner)
+        ):
             return
         if credential.kind == "oauth":
             raise CredentialRequired(f"the {miner.source} source is not signed in")

@@ -94,11 +94,6 @@ class ConfigFileRefused(Conflict):
     )
 
 
-class CredentialRequired(Conflict):
-    code = "memcastle::credential::required"
-    help = "sign the source in (`memcastle source auth SOURCE`), then run the miner again"
-
-
 # The definition ---------------------------------------------------------------------------------
 
 
@@ -113,14 +108,14 @@ class Credential:
         key = CREDENTIAL_KEYS[self.kind]
         return {"type": self.kind} if key is None else {"type": self.kind, key: str(self.reference)}
 
-    def available(self, environ: Mapping[str, str]) -> bool:
-        """Whether it resolves now. A sign-in does not exist yet, so `oauth` never does."""
+    def available(self, environ: Mapping[str, str], *, signed_in: bool = False) -> bool:
+        """Whether it resolves now: `oauth` when the source is signed in (`signed_in`)."""
         if self.kind == "env":
             return bool(environ.get(str(self.reference)))
         if self.kind == "file":
             path = str(self.reference)
             return os.path.isfile(path) and os.access(path, os.R_OK)
-        return False
+        return signed_in
 
 
 @dataclass(frozen=True)
@@ -149,8 +144,9 @@ class Miner:
                 table[key] = dict(getattr(self, key))
         return table
 
-    def shown(self, environ: Mapping[str, str]) -> dict[str, Any]:
-        """As the API shows it: the credential's kind and availability, never where it is."""
+    def shown(self, environ: Mapping[str, str], *, signed_in: bool = False) -> dict[str, Any]:
+        """As the API shows it: the credential's kind and availability, never where it is
+        (`signed_in`: whether the source is, for an `oauth` credential)."""
         credential = self.credential
         return {
             "name": self.name,
@@ -160,7 +156,10 @@ class Miner:
             "wing": self.wing,
             "credential": None
             if credential is None
-            else {"kind": credential.kind, "available": credential.available(environ)},
+            else {
+                "kind": credential.kind,
+                "available": credential.available(environ, signed_in=signed_in),
+            },
             "scope": dict(self.scope),
             "config": dict(self.config),
         }

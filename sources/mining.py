@@ -100,6 +100,7 @@ def parse(body: Mapping[str, Any], services: MineServices) -> dict[str, Any]:
             raise InputInvalid("locator", "must be a string")
         params.update(source=source, locator=locator)
         adapter = services.sources.adapter(source)
+        services.sources.require_signed_in(source)
         ref = identify(adapter, locator, options, "locator")
     if options:
         params["options"] = options
@@ -205,6 +206,7 @@ class Pipeline:
     def run(self) -> dict[str, Any]:
         """Mine the source; a second run of the same place, in this process or another, waits
         for the first to end."""
+        self.sources.require_signed_in(self.adapter.name)
         with self.job.holding(_source_lock(self.source_id)):
             self._ensure_source()
             self._hold_the_place()

@@ -22,6 +22,8 @@ access to memory; showing a source is a read.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import os
 import shutil
@@ -31,17 +33,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from kernel.clock import utc_now
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError, NotFound
+from sources.access_tokens import AccessTokens
 from sources.adapters import Adapter, describe
 from sources.archive import Package, read_package
 from sources.component_adapter import Caps, ComponentAdapter
 from sources.components import ComponentRuntime, ComponentUnusable
+from sources.credentials import OAuthUnsupported, instant
 from sources.directory import DirectoryAdapter
-from sources.manifest import Manifest, consent_digest, incompatibility, parse_manifest
+from sources.manifest import Manifest, OAuth, consent_digest, incompatibility, parse_manifest
 from sources.repository import PackageRepository
 
 MANIFEST = "memcastle-source.toml"
@@ -133,11 +138,13 @@ class SourcePackages:
         repository: PackageRepository,
         runtime: ComponentRuntime,
         *,
+        tokens: AccessTokens,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self._repository = repository
         self._runtime = runtime
+        self._tokens = tokens
         self._environ = environ
         self._builtin: dict[str, Adapter] = {
             "directory": DirectoryAdapter(max_file_bytes=config.max_file_bytes)
@@ -277,13 +284,81 @@ class SourcePackages:
         )
         if permissions.asks():
             described["consent_digest"] = consent_digest(manifest.name, permissions)
+        oauth = self._sign_in(source.name, manifest)
+        if oauth is not None:
+            described["auth"] = self._auth(source.name, oauth)
         return described
+
+    def _auth(self, name: str, oauth: OAuth) -> dict[str, Any]:
+        """Whether a source that signs in is signed in, and how it can be (api.md)."""
+        credential = self._tokens.status(name, oauth)
+        auth: dict[str, Any] = {
+            "signed_in": credential is not None,
+            "scopes": list(oauth.scopes if credential is None else credential.scopes),
+            "provider": urlsplit(oauth.token_url).hostname,
+            "flows": [
+                flow
+                for flow, url in (
+                    ("device", oauth.device_authorization_url),
+                    ("browser", oauth.authorize_url),
+                )
+                if url is not None
+            ],
+        }
+        if credential is not None and credential.expires_at is not None:
+            auth["expires_at"] = instant(credential.expires_at)
+        return auth
 
     def _require(self, name: str) -> Installed:
         source = self.find(name)
         if source is None:
             raise SourceNotFound(f"no source is named {name!r}")
         return source
+
+    # Signing in.
+
+    def oauth(self, name: str) -> OAuth:
+        """The sign-in source `name` declares: 404 for no such source, 400 for none."""
+        if name in self._builtin:
+            raise OAuthUnsupported(f"{name} is a built-in source: it does not sign in")
+        oauth = self._sign_in(name, self._require(name).manifest)
+        if oauth is None:
+            raise OAuthUnsupported(f"the {name} source declares no sign-in ([permissions.oauth])")
+        return oauth
+
+    def _declared_oauth(self, name: str) -> OAuth | None:
+        source = None if name in self._builtin else self.find(name)
+        return None if source is None else self._sign_in(name, source.manifest)
+
+    def _sign_in(self, name: str, manifest: Manifest | None) -> OAuth | None:
+        """The sign-in `name` uses: the one its manifest declares, with the client and the
+        endpoints `[mining.oauth.<name>]` configures in their place (the daemon owner's own
+        OAuth app, or a GitHub Enterprise server). A credential is fingerprinted with what is
+        used, so changing either signs the source out."""
+        declared = None if manifest is None else manifest.permissions.oauth
+        if declared is None:
+            return None
+        configured = self.config.oauth_clients.get(name, {})
+        return dataclasses.replace(
+            declared,
+            client_id=configured.get("client_id", declared.client_id),
+            token_url=configured.get("token_url", declared.token_url),
+            device_authorization_url=configured.get(
+                "device_authorization_url", declared.device_authorization_url
+            ),
+            authorize_url=configured.get("authorize_url", declared.authorize_url),
+        )
+
+    def signed_in(self, name: str) -> bool:
+        """Whether `name` declares a sign-in and holds a credential for it."""
+        oauth = self._declared_oauth(name)
+        return oauth is not None and self._tokens.status(name, oauth) is not None
+
+    def require_signed_in(self, name: str) -> None:
+        """Refuse (`credential::required`) a run of a source that signs in and is not."""
+        oauth = self._declared_oauth(name)
+        if oauth is not None:
+            self._tokens.require_signed_in(name, oauth)
 
     # Mining.
 
@@ -306,12 +381,16 @@ class SourcePackages:
 
     def _adapter(self, source: Installed, manifest: Manifest) -> ComponentAdapter:
         component = self._runtime.load(source.directory / COMPONENT, source.digest)
+        oauth = self._sign_in(source.name, manifest)
         return ComponentAdapter(
             manifest,
             component,
             origin=source.origin,
             caps=Caps(self.config.source_memory_mib, self.config.source_timeout_secs),
             environ=self._environ,
+            access_token=None
+            if oauth is None
+            else functools.partial(self._tokens.access_token, source.name, oauth),
         )
 
     # Changing what is installed: not gated by the memory mode.
@@ -443,6 +522,7 @@ class SourcePackages:
                 raise BundledSource(f"{name} is a bundled source and cannot be removed")
             self._repository.delete(name)
             shutil.rmtree(source.directory, ignore_errors=True)
+            self._tokens.forget(name)
         return {"removed": name}
 
     def record_bundled(self) -> None:

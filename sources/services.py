@@ -33,6 +33,11 @@ class SourceService:
         """The adapter a mine job runs (refusing an unknown, disabled or unavailable source)."""
         return self.packages.adapter(name)
 
+    def require_signed_in(self, name: str) -> None:
+        """Refuse (`memcastle::credential::required`) a run of a source that signs in and is
+        not signed in: checked before a run touches a cursor or a drawer."""
+        self.packages.require_signed_in(name)
+
     # A mine job's place: the caller has checked the memory mode.
 
     def ensure(self, record: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,26 @@ class SourceOption(Shape):
     )
 
 
+SIGN_IN_FLOWS = ["device", "browser"]
+SIGN_IN_STATUSES = ["pending", "signed_in"]
+CREDENTIAL_STORES = ["keyring", "file"]
+
+
+class SourceAuth(Shape):
+    signed_in = serializers.BooleanField()
+    expires_at = serializers.DateTimeField(
+        required=False, help_text="when the current access token expires, if it does"
+    )
+    scopes = serializers.ListField(
+        child=serializers.CharField(), help_text="granted when signed in, else declared"
+    )
+    provider = serializers.CharField(help_text="the host of the provider's token endpoint")
+    flows = serializers.ListField(
+        child=serializers.ChoiceField(SIGN_IN_FLOWS),
+        help_text="how it can sign in: the device flow, the browser flow (PKCE)",
+    )
+
+
 ORIGINS = ["builtin", "package", "bundled", "registry", "plugin"]
 STATES = ["installed", "enabled", "disabled", "unavailable"]
 
@@ -68,6 +88,7 @@ class SourceAdapter(Shape):
         allow_null=True,
         help_text="the id of the trusted key that signed it; null when accepted unsigned",
     )
+    auth = SourceAuth(required=False, help_text="its sign-in, for a source that declares one")
 
 
 class SourceInstalled(Shape):
@@ -162,3 +183,38 @@ class RegistryUpdate(Shape):
         help_text="updated; available (a check found a newer version); current (none newer)",
     )
     source = SourceAdapter(required=False, help_text="the source as updated")  # type: ignore[assignment]
+
+
+# Signing a source in (`/api/source-packages/{name}/auth`): never a token.
+
+
+class SignInStarted(Shape):
+    source = serializers.CharField()  # type: ignore[assignment]
+    flow = serializers.CharField(help_text="the id to wait on")
+    kind = serializers.ChoiceField(SIGN_IN_FLOWS)
+    url = serializers.CharField(
+        help_text="the page to open: with the code filled in (device) when the provider "
+        "offers one, else the authorization page (browser)"
+    )
+    user_code = serializers.CharField(required=False, help_text="device: the code to type")
+    verification_uri = serializers.CharField(
+        required=False, help_text="device: the page to type the code at"
+    )
+    expires_at = serializers.DateTimeField(help_text="when the flow gives up")
+
+
+class SignInOutcome(Shape):
+    source = serializers.CharField()  # type: ignore[assignment]
+    status = serializers.ChoiceField(
+        SIGN_IN_STATUSES,
+        help_text="pending: no outcome yet, wait again; signed_in: done (told once)",
+    )
+    flow = serializers.CharField(required=False, help_text="pending: the flow waited on")
+    signed_in = serializers.BooleanField(required=False)
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="when the access token expires, if it does"
+    )
+    scopes = serializers.ListField(child=serializers.CharField(), required=False)
+    stored_in = serializers.ChoiceField(
+        CREDENTIAL_STORES, required=False, help_text="where the credential is kept"
+    )

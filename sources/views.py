@@ -1,4 +1,5 @@
-"""REST views for mining sources: parse, call `SourceService` and `SourcePackages`, render."""
+"""REST views for mining sources: parse, call `SourceService`, `SourcePackages` and `SignIns`,
+render."""
 
 from __future__ import annotations
 
@@ -11,10 +12,25 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from kernel.errors import InputInvalid
-from kernel.rest import MODE_PARAMETER, MemCastleView, errors, request_context, service
+from kernel.rest import (
+    MODE_PARAMETER,
+    MemCastleView,
+    errors,
+    refuse_body_fields,
+    request_context,
+    service,
+)
 from sources.packages import SourcePackages
 from sources.services import SourceService
-from sources.shapes import SourceAdapter, SourceInstalled, SourceRemoved, Sources
+from sources.shapes import (
+    SignInOutcome,
+    SignInStarted,
+    SourceAdapter,
+    SourceInstalled,
+    SourceRemoved,
+    Sources,
+)
+from sources.sign_in import WAIT_SECONDS, SignIns
 
 
 class SourcesView(MemCastleView):
@@ -123,3 +139,63 @@ class SourceDisableView(MemCastleView):
     )
     def post(self, request: Request, name: str) -> Response:
         return Response(SourceAdapter.render(self.packages.disable(name)))
+
+
+class NoStore(MemCastleView):
+    """Every answer of a sign-in route, errors too, is sent `Cache-Control: no-store`."""
+
+    def finalize_response(
+        self, request: Request, response: Response, *args: Any, **kwargs: Any
+    ) -> Response:
+        answer = super().finalize_response(request, response, *args, **kwargs)
+        answer["Cache-Control"] = "no-store"
+        return answer
+
+
+class SourceAuthView(NoStore):
+    sign_ins: SignIns = service()
+
+    @extend_schema(
+        summary="Start signing a source in: what the user must do (a code to type, or a page to "
+        "open); never a token",
+        request=None,
+        responses={200: SignInStarted, **errors(400, 404, 502)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        refuse_body_fields(request)
+        return Response(SignInStarted.render(self.sign_ins.start(name)))
+
+
+class SourceAuthWaitView(NoStore):
+    sign_ins: SignIns = service()
+    query_parameters = ("timeout",)
+
+    @extend_schema(
+        summary="Wait for the outcome of a sign-in: pending after `timeout` seconds (wait "
+        "again), else the outcome, told once; never a token",
+        request=None,
+        parameters=[
+            OpenApiParameter(
+                "timeout",
+                float,
+                description=f"seconds to hold the request, 0 to {WAIT_SECONDS:g} (the default)",
+            )
+        ],
+        responses={200: SignInOutcome, **errors(400, 404, 502)},
+    )
+    def post(self, request: Request, name: str, flow: str) -> Response:
+        refuse_body_fields(request)
+        return Response(SignInOutcome.render(self.sign_ins.wait(name, flow, _timeout(request))))
+
+
+def _timeout(request: Request) -> float:
+    raw = request.query_params.get("timeout")
+    if raw is None:
+        return WAIT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= WAIT_SECONDS:
+        raise InputInvalid("timeout", f"must be a number of seconds from 0 to {WAIT_SECONDS:g}")
+    return value

@@ -558,3 +558,41 @@ def test_unsafe_or_invalid_webhook_settings_are_refused(
     error = refused(env, write_toml(tmp_path, text))
 
     assert f"`{named}`" in error.message
+
+
+# [mining.oauth.<source>] ------------------------------------------------------------------------
+
+
+def test_a_source_can_sign_in_with_the_owners_own_oauth_client(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    path = write_toml(
+        tmp_path,
+        "[mining.oauth.github]\n"
+        'client_id = "Ov23liOwnApp"\n'
+        'device_authorization_url = "https://ghe.example.com/login/device/code"\n'
+        'token_url = "https://ghe.example.com/login/oauth/access_token"\n',
+    )
+    assert load(env, path).mining.oauth_clients == {
+        "github": {
+            "client_id": "Ov23liOwnApp",
+            "device_authorization_url": "https://ghe.example.com/login/device/code",
+            "token_url": "https://ghe.example.com/login/oauth/access_token",
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ('client_secret = "s"', "mining.oauth.github.client_secret"),
+        ('client_id = ""', "mining.oauth.github.client_id"),
+        ('token_url = "http://ghe.example.com/token"', "mining.oauth.github.token_url"),
+        ('authorize_url = "ftp://example.com"', "mining.oauth.github.authorize_url"),
+    ],
+)
+def test_an_oauth_client_setting_that_cannot_be_used_is_refused_naming_it(
+    env: dict[str, str], tmp_path: Path, line: str, named: str
+) -> None:
+    path = write_toml(tmp_path, f"[mining.oauth.github]\n{line}\n")
+    assert f"`{named}`" in refused(env, path).message

@@ -24,6 +24,7 @@ from sources.manifest import consent_digest, parse_manifest
 from sources.registry_publish import write_index
 from tests.support.components import manifest, package
 from tests.support.daemon import Daemon
+from tests.support.oauth_provider import OAuthProvider, oauth_manifest
 from tests.support.openapi import closed, differences, openapi_document, response_validator
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
@@ -112,9 +113,10 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path
             # One regular expression (a second `--exclude-path-regex` replaces the first):
             # a package archive is a gzip body, which tests/test_source_packages.py sends; the
             # registry locations a request names are fetched, and generated ones would make the
-            # daemon reach out to the network (tests/test_source_registry.py covers those).
+            # daemon reach out to the network (tests/test_source_registry.py covers those), as
+            # would a sign-in started for a bundled source (tests/test_source_oauth.py).
             "--exclude-path-regex",
-            "^/api/source-(packages$|registry)",
+            "^/api/source-(packages($|/[^/]+/auth)|registry)",
             "--max-examples",
             "10",
             "--workers",
@@ -286,6 +288,18 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "added SourceAdapter.registry",
         "added SourceAdapter.archive_digest",
         "added SourceAdapter.signed_by",
+    ),
+    "Added since: signing a source in (docs/source-packages.md, Signing in): the two routes, "
+    "and `auth` on a source that declares a sign-in": (
+        "added POST /api/source-packages/{name}/auth",
+        "added POST /api/source-packages/{name}/auth/{flow}/wait",
+        "added SignInStarted",
+        "added SignInOutcome",
+        "added SignInFlowEnum",
+        "added SignInStatusEnum",
+        "added CredentialStoreEnum",
+        "added SourceAuth",
+        "added SourceAdapter.auth",
     ),
     "Added since: removing finished jobs on demand (docs/jobs.md, Retention)": (
         "added POST /api/jobs/prune",
@@ -716,6 +730,12 @@ def test_real_answers_are_what_the_document_declares(
         answer("POST", "/api/source-packages/{name}/enable", 404, name="nothing")
         answer("DELETE", "/api/source-packages/{name}", **probe)
 
+        # A sign-in: refused for a source that declares none, then run against a local
+        # provider for one that does.
+        answer("POST", "/api/source-packages/{name}/auth", 400, name="directory")
+        answer("POST", "/api/source-packages/{name}/auth", 404, name="nothing")
+        signs_in(answer)
+
         # The same source from a registry of a directory: searched, previewed, installed and
         # updated by name; a refusal of the registry's.
         site = tmp_path / "registry"
@@ -782,6 +802,39 @@ def test_real_answers_are_what_the_document_declares(
     asked = {(method, route) for method, route, _ in answer.checked}
     assert documented - asked == {("POST", "/api/shutdown"), ("GET", "/api/events")}
     assert "Internal Server Error" not in extracting.log()
+
+
+def signs_in(answer: Answers) -> None:
+    """The probe source declaring the device flow of a local provider, signed in."""
+    provider = OAuthProvider(interval=0.05).start()
+    try:
+        text = oauth_manifest(provider, flow="device")
+        digest = consent_digest("probe", parse_manifest(text).permissions)
+        archive = {
+            "content": package("probe", text),
+            "headers": {"Content-Type": "application/gzip"},
+        }
+        installed = answer("POST", "/api/source-packages", params={"consent": digest}, **archive)
+        assert installed["source"]["auth"]["signed_in"] is False
+        probe = {"name": "probe"}
+        started = answer("POST", "/api/source-packages/{name}/auth", **probe)
+        wait = "/api/source-packages/{name}/auth/{flow}/wait"
+        now = {"timeout": "0"}
+        answer("POST", wait, params=now, **probe, flow=started["flow"])
+        provider.approve(started["user_code"])
+        deadline = time.monotonic() + WAIT
+        while (told := answer("POST", wait, params=now, **probe, flow=started["flow"]))[
+            "status"
+        ] == "pending":
+            assert time.monotonic() < deadline, "the sign-in did not end"
+            time.sleep(0.05)
+        assert told["signed_in"] is True
+        answer("POST", wait, 502, params=now, **probe, flow=started["flow"])
+        assert answer("GET", "/api/source-packages/{name}", **probe)["auth"]["signed_in"]
+        answer("GET", "/api/sources")
+        answer("DELETE", "/api/source-packages/{name}", **probe)
+    finally:
+        provider.stop()
 
 
 @settings(max_examples=500, deadline=None)

@@ -7,13 +7,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from jobs.repository import JobRepository
 from kernel.config import MiningConfig
 from kernel.context import RequestContext
 from kernel.store import Store
+from sources.access_tokens import AccessTokens
 from sources.components import ComponentRuntime
+from sources.credentials import FileCredentialStore
 from sources.packages import SourcePackages
 from sources.repository import PackageRepository, SourceRepository
 from sources.services import SourceService
@@ -25,7 +28,10 @@ AT = dt.datetime(2025, 3, 1, 9, 0, 0, 250, tzinfo=dt.UTC)
 @pytest.fixture
 def sources(store: Store, tmp_path: Path) -> SourceService:
     config = MiningConfig(sources_dir=tmp_path / "sources", bundled_dir=tmp_path / "bundled")
-    packages = SourcePackages(config, PackageRepository(store), ComponentRuntime(tmp_path))
+    tokens = AccessTokens(FileCredentialStore(tmp_path / "credentials"), httpx.Client())
+    packages = SourcePackages(
+        config, PackageRepository(store), ComponentRuntime(tmp_path), tokens=tokens
+    )
     return SourceService(SourceRepository(store), packages)
 
 

@@ -1,8 +1,8 @@
 """`memcastle source ...`: the daemon's mining sources: list and show them (reads), search the
 registries, install a package, a source project or a source by name, update one, enable,
-disable and remove one; and, on the author's machine without a daemon, `init`, `build`, `test`
-and `package` a source (`sources.authoring`), and `keygen` and `index` to publish a registry
-(`sources.signing`, `sources.registry_publish`).
+disable and remove one, and sign one in (`auth`); and, on the author's machine without a
+daemon, `init`, `build`, `test` and `package` a source (`sources.authoring`), and `keygen` and
+`index` to publish a registry (`sources.signing`, `sources.registry_publish`).
 
 Installing a package that asks for permissions needs consent to exactly those (cli.md): on a
 terminal the command shows what the source asks for and asks; without one it is refused with
@@ -12,6 +12,10 @@ more than the installed version needs no new consent. A bare name (`NAME[@VERSIO
 from a source registry, unless a file or directory of that spelling is here: the local one wins.
 Consent to a source from a registry is asked after a preview of exactly what the daemon fetched
 (`GET /api/source-registry/NAME@VERSION`), and the daemon checks it against what it installs.
+
+`auth NAME` starts the source's sign-in on the daemon, tells the person what to do (a code to
+type at a page, or a page to open, which it tries to open in a browser), then waits on the
+daemon until the sign-in ends. No token ever reaches the CLI.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +111,10 @@ class Command(DaemonCommand):
             ("disable", "stop a source from being mined"),
         ):
             actions.add(name, help).add_argument("name", metavar="NAME")
+        auth = actions.add(
+            "auth", "sign a source in to its account (the device flow, or a browser)"
+        )
+        auth.add_argument("name", metavar="NAME")
         remove = actions.add("remove", "remove an installed source; what it mined stays")
         remove.add_argument("name", metavar="NAME")
         remove.add_argument("-y", "--yes", action="store_true", help="do not ask")
@@ -168,12 +177,32 @@ class Command(DaemonCommand):
                     "applies to a source asked for by name, not to a file or directory",
                 )
             self._install(options, update=action == "update")
+        elif action == "auth":
+            self._sign_in(options["name"])
         elif action == "remove":
             confirm(f"Remove source {options['name']}?", yes=options["yes"])
             self.out.show(self.daemon.call("DELETE", _path(options["name"])), _removed)
         else:
             answer = self.daemon.call("POST", _path(options["name"], action))
             self.out.show(answer, source_card)
+
+    def _sign_in(self, name: str) -> None:
+        """Start the sign-in, say what to do, and wait until the daemon tells how it ended."""
+        started = self.daemon.call("POST", _path(name, "auth"))
+        if started["kind"] == "device":
+            self.out.note(
+                f"open {started['verification_uri']} and enter the code {started['user_code']}"
+            )
+            if started["url"] != started["verification_uri"]:
+                self.out.note(f"(or open {started['url']}, which has the code filled in)")
+        else:
+            self.out.note(f"open this page in a browser on the daemon's machine:\n{started['url']}")
+            webbrowser.open(started["url"])
+        self.out.note("waiting for the sign-in to finish...")
+        wait = _path(name, f"auth/{started['flow']}/wait")
+        while (answer := self.daemon.call("POST", wait))["status"] == "pending":
+            pass
+        self.out.show(answer, _signed_in)
 
     def _local(self, action: str, options: dict[str, Any]) -> None:
         """The author's commands: they print progress lines on every stream (cli.md)."""
@@ -434,6 +463,15 @@ def _updated(out: Output, answer: dict[str, Any]) -> str:
     return "\n".join(
         f"{each['name']}: {each['installed'] or '?'} -> {each['version']} ({each['status']})"
         for each in answer["updates"]
+    )
+
+
+def _signed_in(out: Output, answer: dict[str, Any]) -> str:
+    expires = answer.get("expires_at")
+    return (
+        f"signed in: {answer['source']} (scopes: {', '.join(answer['scopes']) or 'none'}; "
+        f"stored in the {answer['stored_in']}"
+        + (f"; access token valid until {expires})" if expires else ")")
     )
 
 
