@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # The bundled sources, built into the environment's assets by the pinned componentize-py: only
 # the first set-up, or a change to their code, pays for it (about 10 s a source).
 BUNDLED := $(VENV)/.bundled-sources
-BUNDLED_INPUTS := $(wildcard sources/wit/*.wit sources/bundled/*/*.py sources/bundled/*/*.toml)
+BUNDLED_INPUTS := $(wildcard sources/wit/*.wit sources/wit/deps/*/*.wit sources/bundled/*/*.py sources/bundled/*/*.toml)
 
 .PHONY: run test lint format bench clean
 

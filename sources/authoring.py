@@ -22,7 +22,14 @@ from typing import Any
 
 from kernel.errors import InputInvalid
 from sources.archive import package_name, sha256_hex, write_package
-from sources.building import APP_MODULE, WIT_DIR, BuildFailed, build_component
+from sources.building import (
+    APP_MODULE,
+    NETWORKED_WORLD,
+    WIT_DIR,
+    WORLD,
+    BuildFailed,
+    build_component,
+)
 from sources.component_adapter import Caps, ComponentAdapter
 from sources.components import ComponentRuntime
 from sources.manifest import MANIFEST_FILE, Manifest, consent_digest, parse_manifest
@@ -76,7 +83,8 @@ def build(project: Path) -> Path:
     output = component_path(project, manifest)
     output.parent.mkdir(parents=True, exist_ok=True)
     if (project / f"{APP_MODULE}.py").is_file():
-        build_component([project], output)
+        world = NETWORKED_WORLD if manifest.permissions.network else WORLD
+        build_component([project], output, world)
         return output
     finished = subprocess.run(list(manifest.build_command), cwd=project, check=False)
     if finished.returncode != 0 or not output.is_file():

@@ -3,8 +3,14 @@
 The bundled sources are written in this repository (`sources/bundled/<name>/`, sharing
 `sources/bundled/common/`) and built by the project's own set-up (`make run`, `make test`) into
 `mining.bundled_dir` (`<venv>/share/memcastle/sources/<name>/`). A build is keyed by everything
-that goes into it (the contract, the toolchain's version, every file of the source and of the
-shared code), so only the first set-up, or a change, pays for it: about 10 s a source.
+that goes into it (the contract and the world built for, the toolchain's version, every file of
+the source and of the shared code), so only the first set-up, or a change, pays for it: about
+10 s a source.
+
+A source whose manifest asks for the network is built for the world `networked-source`, which
+adds `wasi:http/outgoing-handler` (its WIT vendored under `wit/deps/`): a component of the plain
+`source` world has no way to make a request, and one that imports `wasi:http` without the grant
+is refused at install.
 
 Run as `python -m sources.building [OUTPUT_DIR]`.
 """
@@ -16,6 +22,7 @@ import importlib.metadata
 import shutil
 import subprocess
 import sys
+import tomllib
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +33,12 @@ from kernel.errors import MemCastleError
 HERE = Path(__file__).resolve().parent
 WIT_DIR = HERE / "wit"
 WORLD = "source"
+NETWORKED_WORLD = "networked-source"
+# A networked source imports two `types` interfaces (the contract's and `wasi:http`'s), which the
+# bindings would name each in full: the contract's keeps the short name the shared guest code uses.
+INTERFACE_NAMES = {
+    NETWORKED_WORLD: ("memcastle:source/types@0.4.0=types", "wasi:http/types@0.2.0=http_types"),
+}
 BUNDLED_SOURCES = HERE / "bundled"
 COMMON = BUNDLED_SOURCES / "common"
 MANIFEST = "memcastle-source.toml"
@@ -51,7 +64,7 @@ def toolchain_version() -> str:
     return importlib.metadata.version("componentize-py")
 
 
-def build_component(python_paths: list[Path], output: Path) -> None:
+def build_component(python_paths: list[Path], output: Path, world: str = WORLD) -> None:
     """Build the component of the app module found on `python_paths` into `output`."""
     command = [
         sys.executable,
@@ -61,9 +74,11 @@ def build_component(python_paths: list[Path], output: Path) -> None:
         "-d",
         str(WIT_DIR),
         "-w",
-        WORLD,
-        "componentize",
+        world,
     ]
+    for naming in INTERFACE_NAMES.get(world, ()):
+        command += ["--import-interface-name", naming]
+    command.append("componentize")
     for path in python_paths:
         command += ["-p", str(path)]
     command += [APP_MODULE, "-o", str(output)]
@@ -79,10 +94,19 @@ def bundled_names() -> list[str]:
     )
 
 
-def _key(source_dir: Path) -> str:
+def world_of(source_dir: Path) -> str:
+    """The world a bundled source is built for: `networked-source` when its manifest asks for
+    the network, `source` otherwise."""
+    with (source_dir / MANIFEST).open("rb") as file:
+        permissions = tomllib.load(file).get("permissions", {})
+    return NETWORKED_WORLD if permissions.get("network") is True else WORLD
+
+
+def _key(source_dir: Path, world: str) -> str:
     """What a bundled source's build depends on, as one digest."""
     digest = hashlib.sha256()
     digest.update(toolchain_version().encode())
+    digest.update(world.encode() + b"\0")
     for root in (WIT_DIR, COMMON, source_dir):
         for path in sorted(root.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
@@ -95,14 +119,15 @@ def build_bundled(name: str, output_root: Path) -> Built:
     """Build the bundled source `name` into `output_root/name/`, unless it is built already."""
     source_dir = BUNDLED_SOURCES / name
     target = output_root / name
-    key = _key(source_dir)
+    world = world_of(source_dir)
+    key = _key(source_dir, world)
     key_file = target / BUILD_KEY
     if key_file.is_file() and key_file.read_text() == key and (target / COMPONENT).is_file():
         return Built(name, target / COMPONENT, rebuilt=False)
     staging = output_root / f".building-{name}-{uuid.uuid4().hex}"
     staging.mkdir(parents=True)
     try:
-        build_component([COMMON, source_dir], staging / COMPONENT)
+        build_component([COMMON, source_dir], staging / COMPONENT, world)
         shutil.copyfile(source_dir / MANIFEST, staging / MANIFEST)
         (staging / BUILD_KEY).write_text(key)
         retired = output_root / f".retired-{name}-{uuid.uuid4().hex}"

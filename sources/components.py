@@ -197,7 +197,16 @@ class Component:
                 f"the component exports no `{ADAPTER_INTERFACE}`: it was not built for the "
                 f"`{CONTRACT_PACKAGE}` contract {CONTRACT_VERSION}"
             )
-        self._linkers: dict[bool, wc.Linker] = {}
+        self._linkers: dict[tuple[bool, bool], wc.Linker] = {}
+        # The `wasi:http/outgoing-handler` a networked source imports, by its versioned name.
+        self._http_handler = next(
+            (
+                name
+                for name in compiled.type.imports(runtime.engine)
+                if name.startswith("wasi:http/outgoing-handler@")
+            ),
+            None,
+        )
         self._exports: dict[str, Any] = {}
         for name in ("identify", "default-wing", "default-room", "discover", "read", "normalize"):
             index = compiled.get_export_index(name, adapter)
@@ -218,10 +227,11 @@ class Component:
         for directory in grant.read_dirs:
             wasi.preopen_dir(directory, directory, False)
         store.set_wasi(wasi)
-        if grant.network:
+        deny_http = not grant.network and self._http_handler is not None
+        if grant.network or deny_http:
             store.set_wasi_http()
         store.set_epoch_deadline(max(1, round(grant.timeout_secs / TICK_SECS)))
-        linker = self._linker(network=grant.network)
+        linker = self._linker(network=grant.network, deny_http=deny_http)
         _current.call = call
         with self._runtime.ticking:
             try:
@@ -258,20 +268,32 @@ class Component:
                 f"the component imports what this host does not give it{grant}: {first}"
             ) from None
 
-    def _linker(self, *, network: bool) -> wc.Linker:
+    def _linker(self, *, network: bool, deny_http: bool = False) -> wc.Linker:
         """A linker with WASI, `wasi:http` when the network is granted, and the host imports,
-        built once per component: its functions answer for the call whose store runs them."""
+        built once per component: its functions answer for the call whose store runs them.
+
+        With `deny_http`, `wasi:http` is linked with its `handle` replaced by one that stops the
+        call: a networked source imports it, so its calls granted no network (`normalize`,
+        `default-wing`) could not be instantiated without it, and may build a request but not
+        send one. The replacement is defined under the name the component imports: when that
+        is not the name `add_wasi_http` defines, the instance holds `handle` alone and the
+        component is refused at instantiation, never given the real one."""
         with self._runtime.lock:
-            linker = self._linkers.get(network)
+            linker = self._linkers.get((network, deny_http))
             if linker is None:
                 linker = wc.Linker(self._runtime.engine)
                 linker.add_wasip2()
-                if network:
+                if network or deny_http:
                     linker.add_wasi_http()
-                with linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
-                    host.add_func("run-process", _run_process)
-                    host.add_func("access-token", _access_token)
-                self._linkers[network] = linker
+                linker.allow_shadowing = deny_http
+                with linker.root() as root:
+                    with root.add_instance(HOST_INTERFACE) as host:
+                        host.add_func("run-process", _run_process)
+                        host.add_func("access-token", _access_token)
+                    if deny_http and self._http_handler is not None:
+                        with root.add_instance(self._http_handler) as handler:
+                            handler.add_func("handle", _deny_request)
+                self._linkers[network, deny_http] = linker
             return linker
 
 
@@ -288,6 +310,13 @@ def _run_process(_store: Any, program: str, args: Sequence[str], stdin: bytes | 
 def _access_token(_store: Any) -> Any:
     call: Call = _current.call
     return call.access_token()
+
+
+def _deny_request(_store: Any, _request: Any, _options: Any) -> Any:
+    raise PermissionDenied(
+        "the source was stopped: it made an HTTP request in a call granted no network "
+        "(`normalize`, `default-wing` and `default-room` are granted nothing)"
+    )
 
 
 def _trap(exc: wasmtime.WasmtimeError, call: Call, grant: Grant) -> MemCastleError:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from sources.archive import write_package
-from sources.building import build_component, toolchain_version
+from sources.building import build_component, toolchain_version, world_of
 from tests.support.daemon import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "sources"
@@ -27,7 +27,7 @@ def built(name: str) -> Path:
     if not target.is_file():
         CACHE.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
-        build_component([source], partial)
+        build_component([source], partial, world_of(source))
         shutil.move(partial, target)
     return target
 

@@ -130,7 +130,7 @@ def normalize(source: Source, raw: types.RawDocument) -> types.CanonicalDocument
             title=document.title,
             room=document.room,
             name=document.name,
-            kind=types.SourceKind.TRANSCRIPT,
+            kind=types.SourceKind[document.kind.upper()],
             uri=document.uri,
             tags=list(document.tags),
             segments=[types.Segment(text) for text in document.segments],

@@ -86,7 +86,8 @@ class RawDoc:
 
 @dataclass(frozen=True)
 class Canonical:
-    """A transcript as the host files it; the kind is always `transcript`."""
+    """A document as the host files it: a transcript unless the source says which other
+    `source-kind` it is (`file`, `manual`, `other`)."""
 
     title: str | None
     room: str | None
@@ -94,6 +95,7 @@ class Canonical:
     uri: str | None
     tags: list[str]
     segments: list[str]
+    kind: str = "transcript"
 
 
 @dataclass(frozen=True)
