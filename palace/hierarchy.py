@@ -202,13 +202,22 @@ class HierarchyService:
         """The room `room_ref` of wing `wing_ref`, both created when missing; `(room, created)`.
         The caller has checked the memory mode.
 
-        A new room's name is checked before its new wing is created, so a refused name leaves
-        nothing behind."""
+        A reference shaped like a UUID that names no wing or room is unknown (404): it is an id,
+        and never a name to create. A new room's name is checked before its new wing is
+        created, so a refused name leaves nothing behind."""
         try:
             wing = self.find_wing(wing_ref)
         except WingNotFound:
+            if is_uuid(wing_ref):
+                raise
+            if is_uuid(room_ref):
+                raise RoomNotFound(
+                    f"room {room_ref!r} does not exist in wing {wing_ref!r}"
+                ) from None
             check_room_name(room_ref)
             wing, _ = self._ensure_wing(wing_ref)
+        if is_uuid(room_ref):
+            return self._find_room(wing, room_ref), False
         return self._ensure_room(wing, room_ref, description)
 
     # Wings
@@ -275,7 +284,7 @@ class HierarchyService:
         ctx.require_write("create_room")
         body = body_object(data)
         refuse_unknown(body, HIERARCHY_FIELDS)
-        name = _required_name(body)
+        name = check_room_name(_required_name(body))
         description = optional_text(body, "description")
         room, created = self.ensure_place(wing_ref, name, description)
         count = (

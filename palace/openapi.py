@@ -23,9 +23,22 @@ NAMED = {
 }
 
 
+# The path parameters that name a wing or a room, or give its UUID.
+PATH_NAMED = ("wing", "room")
+
+
 def declare_name_rules(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
+    """Wing and room names as `palace.names` checks them, in paths and request bodies."""
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path" and parameter.get("name") in PATH_NAMED:
+                    # A name or the UUID of one: a UUID matches the pattern too.
+                    parameter.setdefault("schema", {}).update(
+                        pattern=SEGMENT_NAME, maxLength=MAX_NAME_LENGTH
+                    )
     schemas = result.get("components", {}).get("schemas", {})
     for component, fields in NAMED.items():
         properties = schemas.get(component, {}).get("properties", {})

@@ -134,6 +134,39 @@ def test_unknown_places_are_404_with_their_own_codes(client: httpx.Client, wing_
     )
 
 
+def test_a_uuid_in_a_filing_path_that_names_nothing_is_unknown_not_a_name(
+    client: httpx.Client, wing_name: str
+) -> None:
+    """Filing creates the wing and room it names, but a UUID is an id, never a name: one that
+    names no wing or room is a 404, and nothing is created."""
+    drawer = {"content": "filed by id"}
+    assert_error(
+        client.post(f"/api/wings/{uuid.uuid4()}/rooms/r/drawers", json=drawer),
+        404,
+        "memcastle::palace::wing_not_found",
+        explained=False,
+    )
+    assert_error(
+        client.post(f"/api/wings/{wing_name}/rooms/{uuid.uuid4()}/drawers", json=drawer),
+        404,
+        "memcastle::palace::room_not_found",
+        explained=False,
+    )
+    room = client.post(f"/api/wings/{wing_name}/rooms", json={"name": "by-id"}).json()
+    filed = client.post(f"/api/wings/{room['wing']}/rooms/{room['id']}/drawers", json=drawer)
+    assert filed.status_code == 201
+    assert filed.json()["room"] == room["id"]
+    body = assert_error(
+        client.post(f"/api/wings/{wing_name}/rooms", json={"name": str(uuid.uuid4())}),
+        400,
+        "memcastle::palace::path_invalid",
+        explained=False,
+    )
+    assert "looks like a UUID" in body["error"]
+    rooms = client.get(f"/api/wings/{wing_name}/rooms").json()["rooms"]
+    assert [room["name"] for room in rooms] == ["by-id"]
+
+
 def test_validation_errors_name_the_field(client: httpx.Client, wing_name: str) -> None:
     url = f"/api/wings/{wing_name}/rooms/r/drawers"
     body = assert_error(
