@@ -51,7 +51,7 @@ from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
 from sources.access_tokens import AccessTokens
 from sources.components import ComponentRuntime
-from sources.credentials import open_credential_store
+from sources.credentials import SystemCredentialStore
 from sources.miner_service import MinerService
 from sources.packages import SourcePackages, compiled_cache_dir
 from sources.registry import SourceRegistry
@@ -136,7 +136,7 @@ def compose(config: Config, store: Store, *, bind_addr: str = "") -> Services:
     # Sources' OAuth credentials: in the system keyring when one is usable, else in files
     # under the daemon's state directory.
     access_tokens = AccessTokens(
-        open_credential_store(state_dir(os.environ) / "credentials"),
+        SystemCredentialStore(state_dir(os.environ) / "credentials"),
         httpx.Client(timeout=OAUTH_TIMEOUT),
     )
     packages = SourcePackages(

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import secrets
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -202,7 +203,36 @@ def usable_keyring() -> KeyringBackend | None:
     return backend if works else None
 
 
-def open_credential_store(directory: Path) -> CredentialStore:
-    """The keyring when one is usable, else the file store in `directory`."""
-    backend = usable_keyring()
-    return FileCredentialStore(directory) if backend is None else KeyringCredentialStore(backend)
+class SystemCredentialStore:
+    """The keyring when one is usable, else the file store in `directory`, chosen when a
+    credential is first needed rather than at start: a daemon whose sources never sign in never
+    touches the keyring, and a locked one asks for its password only when it is wanted."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+        self._chosen: CredentialStore | None = None
+        self._lock = threading.Lock()
+
+    def _store(self) -> CredentialStore:
+        with self._lock:
+            if self._chosen is None:
+                backend = usable_keyring()
+                self._chosen = (
+                    FileCredentialStore(self._directory)
+                    if backend is None
+                    else KeyringCredentialStore(backend)
+                )
+            return self._chosen
+
+    @property
+    def stored_in(self) -> str:
+        return self._store().stored_in
+
+    def save(self, source: str, credential: Credential) -> None:
+        self._store().save(source, credential)
+
+    def load(self, source: str, oauth: OAuth) -> Credential | None:
+        return self._store().load(source, oauth)
+
+    def remove(self, source: str) -> None:
+        self._store().remove(source)

@@ -17,8 +17,8 @@ from keyring.backends import fail
 from sources.credentials import (
     Credential,
     FileCredentialStore,
+    SystemCredentialStore,
     fingerprint,
-    open_credential_store,
 )
 from sources.manifest import OAuth
 
@@ -93,7 +93,7 @@ def system_keyring() -> Iterator[_MemoryKeyring]:
 def test_a_usable_keyring_is_preferred_and_leaves_no_probe(
     system_keyring: _MemoryKeyring, tmp_path: Path
 ) -> None:
-    store = open_credential_store(tmp_path / "credentials")
+    store = SystemCredentialStore(tmp_path / "credentials")
     assert store.stored_in == "keyring"
     assert system_keyring.entries == {}
     store.save("probe", _credential())
@@ -108,7 +108,7 @@ def test_without_a_keyring_credentials_go_to_a_file(tmp_path: Path) -> None:
     previous = keyring.get_keyring()
     keyring.set_keyring(fail.Keyring())
     try:
-        store = open_credential_store(tmp_path / "credentials")
+        store = SystemCredentialStore(tmp_path / "credentials")
+        assert store.stored_in == "file"
     finally:
         keyring.set_keyring(previous)
-    assert store.stored_in == "file"
