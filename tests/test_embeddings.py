@@ -362,8 +362,14 @@ def minilm() -> local.MiniLM:
     return local.model()
 
 
-def test_hello_world_matches_sentence_transformers(minilm: local.MiniLM) -> None:
-    vector = minilm.embed_query("hello world")
+@pytest.fixture(scope="module")
+def unquantized() -> local.MiniLM:
+    """The float graph, which the reference figures of sentence-transformers are for."""
+    return local.MiniLM(quantized=False)
+
+
+def test_hello_world_matches_sentence_transformers(unquantized: local.MiniLM) -> None:
+    vector = unquantized.embed_query("hello world")
     assert vector.shape == (384,) and vector.dtype == np.float32
     assert vector[:5].tolist() == pytest.approx(
         [-0.034477, 0.031023, 0.006735, 0.026109, -0.039362], abs=1e-4
@@ -371,12 +377,26 @@ def test_hello_world_matches_sentence_transformers(minilm: local.MiniLM) -> None
     assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_similar_sentences_have_the_reference_similarity(minilm: local.MiniLM) -> None:
-    food = minilm.embed_query("A man is eating food.")
-    bread = minilm.embed_query("A man is eating a piece of bread.")
-    horse = minilm.embed_query("A man is riding a horse.")
-    assert float(food @ bread) == pytest.approx(0.7553, abs=0.001)
-    assert float(food @ horse) < float(food @ bread)
+def test_similar_sentences_have_the_reference_similarity(
+    minilm: local.MiniLM, unquantized: local.MiniLM
+) -> None:
+    for model, within in ((unquantized, 0.001), (minilm, 0.01)):
+        food = model.embed_query("A man is eating food.")
+        bread = model.embed_query("A man is eating a piece of bread.")
+        horse = model.embed_query("A man is riding a horse.")
+        assert float(food @ bread) == pytest.approx(0.7553, abs=within)
+        assert float(food @ horse) < float(food @ bread)
+
+
+def test_the_quantized_model_stays_close_to_the_float_one(
+    minilm: local.MiniLM, unquantized: local.MiniLM
+) -> None:
+    texts = ["hello world", "yes, the blue one", "what did Caroline say in May", LONG]
+    quantized, reference = minilm.embed_documents(texts), unquantized.embed_documents(texts)
+    for ours, theirs in zip(quantized, reference, strict=True):
+        assert ours.shape == theirs.shape and ours.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+        assert np.sum(ours * theirs, axis=1).min() >= 0.99
 
 
 LONG = " ".join(f"word{n} alpha beta" for n in range(300))
