@@ -105,6 +105,10 @@ class SignIns:
     def _run(self, running: _Running, oauth: OAuth) -> None:
         try:
             granted = running.flow.finish()
+            # Read again: a source removed, or updated to other terms, while the user was
+            # agreeing must not be left with a credential for what it no longer is.
+            if self._packages.oauth(running.source) != oauth:
+                raise FlowFailed(f"the {running.source} source changed during its sign-in")
             credential = self._tokens.record(running.source, oauth, granted)
             running.outcome = signed_in(running.source, credential, self._tokens.store.stored_in)
             logger.info("the %s source is signed in", running.source)
