@@ -9,6 +9,7 @@ dataset.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -41,9 +42,16 @@ def segment(name: str) -> str:
     return quote(name, safe="")
 
 
-def create_drawer(client: httpx.Client, wing: str, room: str, content: str) -> dict[str, Any]:
+def create_drawer(
+    client: httpx.Client,
+    wing: str,
+    room: str,
+    content: str,
+    filing: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """File a drawer; `filing` adds the route's optional fields (name, source, valid_from)."""
     path = f"/api/wings/{segment(wing)}/rooms/{segment(room)}/drawers"
-    return _checked(client.post(path, json={"content": content}))
+    return _checked(client.post(path, json={**(filing or {}), "content": content}))
 
 
 def attach_embedding(

@@ -27,6 +27,9 @@ DEFAULT_RUNS: tuple[str, ...] = ("lexical", "semantic", "hybrid")
 """Configurations meaningful for every category but `graph`: expansion is measured on graph
 queries only, because elsewhere it would only measure how the page is padded."""
 
+FILING_FIELDS: tuple[str, ...] = ("name", "source", "valid_from")
+"""Optional document fields passed to `POST /api/wings/{w}/rooms/{r}/drawers` as they are."""
+
 DEFAULT_DATASET = Path(__file__).resolve().parent / "data" / "devmemory.json"
 
 
@@ -36,10 +39,16 @@ class DatasetError(ValueError):
 
 @dataclass(frozen=True)
 class Document:
+    """A drawer filed in epoch 0; `filing` holds the optional fields of the create route (`name`,
+    `source`, `valid_from`), sent as they are: a conversation's turns need a name each (an
+    unnamed exact copy in a room is stored once), their session as `source.uri` and their
+    time as validity start."""
+
     id: str
     wing: str
     room: str
     content: str
+    filing: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -287,11 +296,15 @@ def _check_queries(
 def _document(item: object, index: int) -> Document:
     where = f"documents[{index}]"
     obj = _object(item, where)
+    unknown = set(obj) - {"id", "wing", "room", "content", *FILING_FIELDS}
+    if unknown:
+        raise DatasetError(f"{where}: unknown keys {sorted(unknown)}")
     return Document(
         id=_text(obj, "id", where),
         wing=_text(obj, "wing", where),
         room=_text(obj, "room", where),
         content=_text(obj, "content", where),
+        filing={k: obj[k] for k in FILING_FIELDS if obj.get(k) is not None},
     )
 
 

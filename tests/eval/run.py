@@ -128,6 +128,7 @@ def run_benchmark(
     dataset: Dataset | None = None,
     repetitions: int = 0,
     scale: int = 0,
+    limit: int = LIMIT,
     workdir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Outcome:
@@ -145,6 +146,7 @@ def run_benchmark(
                     vectors_for(profile, chosen),
                     repetitions=repetitions,
                     scale=scale,
+                    limit=limit,
                     progress=progress,
                 )
         except Exception:

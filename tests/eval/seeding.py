@@ -130,7 +130,7 @@ def seed(
     say = progress or (lambda _message: None)
     started = time.perf_counter()
     for doc in (*dataset.documents, *filler_documents(scale)):
-        drawer = api.create_drawer(client, doc.wing, doc.room, doc.content)
+        drawer = api.create_drawer(client, doc.wing, doc.room, doc.content, doc.filing)
         seeded.record(doc.id, drawer, doc.wing, doc.room)
         seeded.lifetimes[doc.id] = Lifetime(0)
         if vectors.attaches_documents:

@@ -264,6 +264,21 @@ def test_graph_queries_run_every_configuration_by_default() -> None:
     assert parse_dataset(data).queries[0].runs == CONFIGURATIONS
 
 
+def test_a_document_may_carry_the_create_routes_optional_fields() -> None:
+    data = minimal()
+    source = {"kind": "transcript", "uri": "conv://c/s1"}
+    data["documents"][0].update(name="s1-t00", source=source, valid_from="2023-01-02T10:00:00Z")
+    a, b = parse_dataset(data).documents[:2]
+    assert a.filing == {"name": "s1-t00", "source": source, "valid_from": "2023-01-02T10:00:00Z"}
+    assert b.filing == {}
+
+
+def test_refuses_an_unknown_document_key() -> None:
+    data = minimal()
+    data["documents"][0]["tags"] = ["x"]
+    refused(data, r"documents\[0\]: unknown keys \['tags'\]")
+
+
 def test_refuses_a_duplicate_document_id() -> None:
     data = minimal()
     data["documents"][1]["id"] = "a"
