@@ -133,22 +133,3 @@ def test_hits_stay_in_their_conversation_and_time(everyday: tuple[str, Outcome])
     assert scope_violations(outcome.runs, outcome.seeded) == []
     assert temporal_violations(outcome.runs, outcome.seeded) == []
     assert separation_failures(outcome.report["categories"]) == []
-
-
-@pytest.fixture(scope="module", params=GRANULARITIES)
-def local(request: pytest.FixtureRequest) -> tuple[str, Outcome]:
-    granularity: str = request.param
-    chosen = conversations.dataset(granularity)
-    return granularity, run_benchmark("local", dataset=chosen, limit=conversations.LIMIT)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(RUN_TIMEOUT)
-def test_local_profile_against_its_baseline(local: tuple[str, Outcome]) -> None:
-    granularity, outcome = local
-    assert scope_violations(outcome.runs, outcome.seeded) == []
-    path = baseline_path(granularity, "local")
-    if not path.exists():
-        pytest.skip(f"no baseline at {path}")
-    comparison = compare(read_json(path), outcome.report)
-    assert comparison.exit_code == 0, "\n".join(comparison.lines())
