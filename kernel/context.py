@@ -8,7 +8,9 @@ memory-mode gate is enforced in exactly one place.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kernel.errors import InputInvalid, ModeForbidden
 
@@ -41,6 +43,16 @@ def _requested_by(raw: object, default: str) -> str:
     if not isinstance(raw, str) or not raw.strip() or len(raw) > 64:
         raise InputInvalid("requested_by", "must be a non-empty string of at most 64 characters")
     return raw.strip()
+
+
+def without_channel(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A definition's body without `requested_by`, which every POST of the CLI carries: checked
+    as every route checks it (null included), then left out of what is defined."""
+    if "requested_by" in body:
+        if body["requested_by"] is None:
+            raise InputInvalid("requested_by", "must be a string naming the channel, not null")
+        _requested_by(body["requested_by"], "")
+    return {key: value for key, value in body.items() if key != "requested_by"}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel.context import RequestContext
+from kernel.context import RequestContext, without_channel
 from kernel.errors import InputInvalid, MemCastleError
 from kernel.validation import body_object
 from sources.credentials import CredentialRequired
@@ -88,7 +88,7 @@ class MinerService:
     # Changing the file.
 
     def create(self, data: object) -> dict[str, Any]:
-        definition = _without_channel(body_object(data))
+        definition = without_channel(body_object(data))
         miner = _definition(definition)
         with self._lock:
             self._writable()
@@ -108,7 +108,7 @@ class MinerService:
         """Apply a JSON merge patch to a miner: a key replaces its value, null removes it, and
         `scope` and `config` merge key by key. A change that may broaden what the miner reads
         needs `allow_broaden`."""
-        patch = _without_channel(body_object(data))
+        patch = without_channel(body_object(data))
         for key in patch:
             if key not in PATCH_KEYS:
                 raise InputInvalid(
@@ -173,7 +173,7 @@ class MinerService:
         """Submit a mine job of the miner: its scope and config (and the run's own `options`
         over them) as the job's options. A write, because the job files drawers."""
         ctx.require_write("miner_run")
-        body = _without_channel(body_object(data))
+        body = without_channel(body_object(data))
         for key in body:
             if key not in RUN_KEYS:
                 raise InputInvalid(
@@ -385,11 +385,6 @@ def _check_declared(
                 f"`{key}` is not an option of the {miner.source} source (it accepts: "
                 f"{', '.join(names) or 'none'})"
             )
-
-
-def _without_channel(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body without `requested_by`, which every POST of the CLI carries."""
-    return {key: value for key, value in body.items() if key != "requested_by"}
 
 
 def _definition(raw: Mapping[str, Any]) -> Miner:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernel.clock import utc_now
 from kernel.config import WebhookConfig
-from kernel.context import RequestContext
+from kernel.context import RequestContext, without_channel
 from kernel.errors import InputInvalid, MemCastleError
 from kernel.events import EventBus
 from kernel.logs import fields
@@ -160,7 +160,7 @@ class TriggerService:
     # Changing the file.
 
     def define(self, data: object) -> dict[str, Any]:
-        trigger = _definition(_without_channel(body_object(data)))
+        trigger = _definition(without_channel(body_object(data)))
         with self._lock:
             self._set.writable()
             if self._set.indexed(trigger.name) is not None:
@@ -179,7 +179,7 @@ class TriggerService:
     def change(self, name: str, data: object) -> dict[str, Any]:
         """Apply a JSON merge patch to a trigger's definition: a key replaces its value, null
         removes it, `settings` merges key by key. A new `type` starts its settings afresh."""
-        patch = _without_channel(body_object(data))
+        patch = without_channel(body_object(data))
         for key in patch:
             if key not in PATCH_KEYS:
                 raise InputInvalid(
@@ -391,10 +391,6 @@ def status(trigger: Trigger, state: Mapping[str, Any], problems: Sequence[str]) 
     if problems:
         return "unavailable"
     return "failing" if state.get("failures", 0) else "active"
-
-
-def _without_channel(body: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in body.items() if key != "requested_by"}
 
 
 def _definition(raw: Mapping[str, Any]) -> Trigger:

@@ -437,6 +437,13 @@ def test_rest_refusals(client: httpx.Client, file: Path) -> None:
     secret = {"name": "a", "source": "directory", "scope": {"api_key": "x"}}
     assert_error(client.post("/api/miners", json=secret), 400, "memcastle::miner::invalid")
     assert_error(client.get("/api/miners/nobody"), 404, "memcastle::miner::not_found")
+    for channel in ("", None, "x" * 65):
+        unnamed = {"name": "b", "source": "directory", "requested_by": channel}
+        body = assert_error(
+            client.post("/api/miners", json=unnamed), 400, "memcastle::input::invalid"
+        )
+        assert "`requested_by`" in body["error"]
+    assert "b" not in [m["name"] for m in client.get("/api/miners").json()["miners"]]
     broader = client.put("/api/miners/notes", json={"scope": {"since": None}})
     assert_error(broader, 409, "memcastle::miner::scope_broadened")
     assert_error(client.post("/api/miners/notes/run"), 409, "memcastle::miner::disabled")
