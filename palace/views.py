@@ -53,10 +53,14 @@ NAMED_BODY = inline_serializer(
 SOURCE = inline_serializer(
     "DrawerSource",
     {
-        "kind": serializers.ChoiceField(list(SOURCE_KINDS)),
+        "kind": serializers.ChoiceField(
+            list(SOURCE_KINDS), required=False, help_text="manual when absent"
+        ),
         "uri": serializers.CharField(required=False),
         "agent": serializers.CharField(required=False),
     },
+    required=False,
+    help_text='{"kind": "manual"} when absent',
 )
 DRAWER_BODY = inline_serializer(
     "DrawerBody",

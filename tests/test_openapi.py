@@ -224,6 +224,13 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed Graph.top",
         "changed Graph.entities",
     ),
+    "A drawer's `source`, and its `kind`, may be left out (`manual` then), but the document "
+    "required them (schemathesis --checks all: a schema-violating request accepted)": (
+        "changed DrawerBodyRequest required",
+        "changed DrawerBodyRequest.source",
+        "changed DrawerSourceRequest.kind",
+        "removed DrawerSourceRequest required",
+    ),
     "GET /api/sources answers 400 for a bad X-MemCastle-Mode header or an unknown query "
     "parameter, like every route, but did not say so (schemathesis: an undocumented status)": (
         "added GET /api/sources 400",
