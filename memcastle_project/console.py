@@ -157,7 +157,7 @@ def _bind(raw: object) -> str:
     if not isinstance(raw, str):
         raise InputInvalid("bind", "must be an IP address such as 127.0.0.1")
     try:
-        return str(ipaddress.ip_address(raw.strip()))
+        return str(ipaddress.ip_address(raw))
     except ValueError:
         raise InputInvalid(
             "bind", f"must be an IP address such as 127.0.0.1 or ::1, not {raw!r}"

@@ -3,7 +3,7 @@ the database console."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,6 +29,11 @@ from memcastle_project.shapes import (
     Token,
 )
 from memcastle_project.system import SystemService, health
+
+
+@extend_schema_field({"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]})
+class IPAddress(serializers.CharField):
+    """An IPv4 or IPv6 address, as the database console's `bind` is checked."""
 
 
 class HealthView(MemCastleView):
@@ -115,7 +120,7 @@ class DatabaseConsoleView(MemCastleView):
         request=inline_serializer(
             "DatabaseConsoleOpen",
             {
-                "bind": serializers.CharField(required=False, help_text="an IP address"),
+                "bind": IPAddress(required=False, help_text="an IP address"),
                 "port": serializers.IntegerField(
                     required=False, min_value=0, max_value=65535, help_text="0 for any free port"
                 ),

@@ -7,7 +7,7 @@ the mode. None of them has an MCP tool but the two reads.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,6 +23,31 @@ from kernel.rest import (
 )
 from kernel.shapes import Shape
 from sources.miner_service import MinerService
+
+OPTION_VALUE = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "array", "items": {"type": "string"}},
+    ]
+}
+
+
+# `config` may also hold tables of options, as a TOML table holds sub-tables.
+CONFIG_VALUE = {"anyOf": [*OPTION_VALUE["anyOf"], {"type": "object"}]}
+
+
+@extend_schema_field(OPTION_VALUE)
+class OptionValue(serializers.JSONField):
+    """An option's value as `sources.miners` takes it, so the document says so: a string, a
+    finite number, true or false, or a list of strings."""
+
+
+@extend_schema_field(CONFIG_VALUE)
+class ConfigValue(serializers.JSONField):
+    """A `config` option's value: an option's, or a table of them."""
+
 
 # Shapes (see `kernel.shapes`; a docstring would become a component's description).
 
@@ -45,9 +70,9 @@ class Miner(Shape):
     wing = serializers.CharField(allow_null=True, help_text="the wing it files into")
     credential = MinerCredential(allow_null=True)
     scope = serializers.DictField(
-        child=serializers.JSONField(), help_text="options that say how much it reads"
+        child=OptionValue(), help_text="options that say how much it reads"
     )
-    config = serializers.DictField(child=serializers.JSONField(), help_text="other options")
+    config = serializers.DictField(child=ConfigValue(), help_text="other options")
 
 
 class MinerList(Shape):
@@ -84,12 +109,8 @@ class MinerDefinition(serializers.Serializer):
     locator = serializers.CharField(required=False)
     wing = serializers.CharField(required=False)
     credential = serializers.JSONField(required=False, help_text=CREDENTIAL_HELP)
-    scope = serializers.DictField(
-        child=serializers.JSONField(), required=False, help_text=OPTIONS_HELP
-    )
-    config = serializers.DictField(
-        child=serializers.JSONField(), required=False, help_text=OPTIONS_HELP
-    )
+    scope = serializers.DictField(child=OptionValue(), required=False, help_text=OPTIONS_HELP)
+    config = serializers.DictField(child=ConfigValue(), required=False, help_text=OPTIONS_HELP)
     requested_by = serializers.CharField(required=False)
 
 
@@ -105,13 +126,13 @@ class MinerChange(serializers.Serializer):
         required=False, help_text=f"{CREDENTIAL_HELP}; null removes it"
     )
     scope = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
+        child=OptionValue(allow_null=True),
         required=False,
         allow_null=True,
         help_text="merged key by key: a null value removes the option, null removes them all",
     )
     config = serializers.DictField(
-        child=serializers.JSONField(allow_null=True),
+        child=ConfigValue(allow_null=True),
         required=False,
         allow_null=True,
         help_text="merged like scope",
@@ -123,7 +144,7 @@ class MinerChange(serializers.Serializer):
 
 class MinerRun(serializers.Serializer):
     options = serializers.DictField(
-        child=serializers.JSONField(),
+        child=OptionValue(),
         required=False,
         help_text=f"this run's own options over the miner's: {OPTIONS_HELP}",
     )

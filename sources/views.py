@@ -177,7 +177,7 @@ class SourceAuthWaitView(NoStore):
         parameters=[
             OpenApiParameter(
                 "timeout",
-                float,
+                {"type": "number", "minimum": 0, "maximum": WAIT_SECONDS},
                 description=f"seconds to hold the request, 0 to {WAIT_SECONDS:g} (the default)",
             )
         ],
