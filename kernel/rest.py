@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from kernel.context import MODE_HEADER, RequestContext
 from kernel.errors import BodyTooLarge, InputInvalid, MemCastleError, ServerFailed
 from kernel.shapes import Error
-from kernel.validation import body_object, refuse_nul
+from kernel.validation import body_object, refuse_unwritable
 
 logger = logging.getLogger("memcastle.api")
 
@@ -83,8 +83,9 @@ def declare_parameter_bounds(
     return result
 
 
-# Every string a request carries refuses NUL characters (`kernel.validation.refuse_nul`).
-WITHOUT_NUL = r"^[^\x00]*$"
+# Every string a request carries refuses NUL characters and lone surrogates
+# (`kernel.validation.refuse_unwritable`).
+WITHOUT_NUL = r"^[^\x00\ud800-\udfff]*$"
 
 
 def declare_no_nul(
@@ -92,28 +93,28 @@ def declare_no_nul(
 ) -> dict[str, Any]:
     """drf-spectacular post-processing hook: every free-text string of a request (its query and
     path parameters, and the request bodies' components) declares that it holds no NUL
-    character, which every route refuses. Strings with an enum, a format or a pattern of their
-    own already say more."""
+    character and no lone surrogate, which every route refuses. Strings with an enum, a format
+    or a pattern of their own already say more."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
-                _refuse_nul_in(parameter.get("schema", {}))
+                _refuse_unwritable_in(parameter.get("schema", {}))
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request"):
-            _refuse_nul_in(component)
+            _refuse_unwritable_in(component)
     return result
 
 
-def _refuse_nul_in(schema: dict[str, Any]) -> None:
+def _refuse_unwritable_in(schema: dict[str, Any]) -> None:
     if schema.get("type") == "string":
         if not {"enum", "format", "pattern"} & set(schema):
             schema["pattern"] = WITHOUT_NUL
         return
     for child in schema.get("properties", {}).values():
-        _refuse_nul_in(child)
+        _refuse_unwritable_in(child)
     for nested in ("items", "additionalProperties"):
         if isinstance(schema.get(nested), dict):
-            _refuse_nul_in(schema[nested])
+            _refuse_unwritable_in(schema[nested])
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
@@ -199,7 +200,7 @@ class JSONBodyParser(JSONParser):
             raise exceptions.ParseError("JSON nested too deeply") from None
         if data is None:
             raise exceptions.ParseError("the body is JSON null: send an object, or no body")
-        refuse_nul(data, "body")
+        refuse_unwritable(data, "body")
         return data
 
 
@@ -221,7 +222,7 @@ class MemCastleView(APIView):
         if self.query_parameters is not None:
             refuse_unknown_parameters(request, self.query_parameters)
         for name, value in request.query_params.items():
-            refuse_nul(value, name)
+            refuse_unwritable(value, name)
 
 
 # DRF's own parameter (the browsable API's `?format=json`), accepted by every route.

@@ -28,25 +28,39 @@ def body_object(data: object) -> Mapping[str, Any]:
     return data
 
 
-def refuse_nul(value: object, where: str) -> None:
-    """No string of a request may hold a NUL character (U+0000): no field takes one, and a
-    stored one would cut the text short in the tools that read it after. The error names the
-    field's path (`payload.items[3].content`). Walked without recursion, so a body nested as
-    deep as the JSON parser allows is walked too."""
+def refuse_unwritable(value: object, where: str) -> None:
+    """No string of a request may hold a NUL character (U+0000) or a lone surrogate (a JSON
+    `\\ud800` escape without its pair): no field takes one, a stored NUL would cut the text
+    short in the tools that read it after, and a surrogate is not Unicode text, so no file or
+    store can be written with it. The error names the field's path
+    (`payload.items[3].content`). Walked without recursion, so a body nested as deep as the JSON
+    parser allows is walked too."""
     pending: list[tuple[str, object]] = [(where, value)]
     while pending:
         path, item = pending.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                raise InputInvalid(path, "must not contain a NUL character (U+0000)")
+            _check_text(item, path)
         elif isinstance(item, Mapping):
             for key, inner in item.items():
                 inner_path = str(key) if path == "body" else f"{path}.{key}"
-                if isinstance(key, str) and "\x00" in key:
-                    raise InputInvalid(path, "must not contain a NUL character in a key")
+                if isinstance(key, str):
+                    _check_text(key, path, " in a key")
                 pending.append((inner_path, inner))
         elif isinstance(item, list):
             pending.extend((f"{path}[{n}]", inner) for n, inner in enumerate(item))
+
+
+def _check_text(text: str, path: str, where: str = "") -> None:
+    if "\x00" in text:
+        raise InputInvalid(path, f"must not contain a NUL character (U+0000){where}")
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputInvalid(
+            path, f"must be Unicode text, without a lone surrogate (\\ud800-\\udfff){where}"
+        ) from None
 
 
 def refuse_unknown(data: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

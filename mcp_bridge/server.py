@@ -24,7 +24,7 @@ from kernel import __version__
 from kernel.context import Mode, RequestContext
 from kernel.errors import InputInvalid, MemCastleError, ServerFailed
 from kernel.shapes import Error
-from kernel.validation import refuse_nul
+from kernel.validation import refuse_unwritable
 from mcp_bridge.tools import BY_NAME, MODE_KEY, TOOLS, Call, Tool, ToolServices
 
 logger = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ def checked_arguments(tool: Tool, raw: dict[str, Any] | None) -> dict[str, Any]:
         if name not in tool.argument_names:
             known = ", ".join(tool.argument_names) or "none"
             raise InputInvalid(name, f"is not an argument of {tool.name} (known: {known})")
-        refuse_nul(arguments[name], name)
+        refuse_unwritable(arguments[name], name)
     return arguments
 
 

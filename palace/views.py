@@ -134,7 +134,7 @@ class RoomsView(HierarchyView):
         summary="Create a room (and its wing when missing)",
         parameters=[MODE_PARAMETER],
         request=NAMED_BODY,
-        responses={201: RoomCreated, 200: RoomCreated, **errors(400, 403)},
+        responses={201: RoomCreated, 200: RoomCreated, **errors(400, 403, 404)},
     )
     def post(self, request: Request, wing: str) -> Response:
         ctx = request_context(request, body=request.data)
@@ -188,7 +188,7 @@ class DrawersView(HierarchyView):
         summary="File a drawer (and its wing and room when missing)",
         parameters=[MODE_PARAMETER],
         request=DRAWER_BODY,
-        responses={201: DrawerFiled, 200: DrawerFiled, **errors(400, 403, 409)},
+        responses={201: DrawerFiled, 200: DrawerFiled, **errors(400, 403, 404, 409)},
     )
     def post(self, request: Request, wing: str, room: str) -> Response:
         ctx = request_context(request, body=request.data)

@@ -38,6 +38,35 @@ OPTION_VALUE = {
 CONFIG_VALUE = {"anyOf": [*OPTION_VALUE["anyOf"], {"type": "object"}]}
 
 
+CREDENTIAL = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"type": {"enum": ["env"]}, "name": {"type": "string", "minLength": 1}},
+            "required": ["type", "name"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"type": {"enum": ["file"]}, "path": {"type": "string", "pattern": "^/"}},
+            "required": ["type", "path"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"type": {"enum": ["oauth"]}},
+            "required": ["type"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+@extend_schema_field(CREDENTIAL)
+class CredentialDefinition(serializers.JSONField):
+    """Where a miner's credential comes from, as `sources.miners` takes it."""
+
+
 @extend_schema_field(OPTION_VALUE)
 class OptionValue(serializers.JSONField):
     """An option's value as `sources.miners` takes it, so the document says so: a string, a
@@ -106,11 +135,15 @@ class MinerDefinition(serializers.Serializer):
     name = serializers.RegexField(NAME_PATTERN, help_text="unique; not `reload`")
     source = serializers.CharField(help_text="directory, or an installed source")  # type: ignore[assignment]
     enabled = serializers.BooleanField(required=False, help_text="true by default")
-    locator = serializers.CharField(required=False)
-    wing = serializers.CharField(required=False)
-    credential = serializers.JSONField(required=False, help_text=CREDENTIAL_HELP)
-    scope = serializers.DictField(child=OptionValue(), required=False, help_text=OPTIONS_HELP)
-    config = serializers.DictField(child=ConfigValue(), required=False, help_text=OPTIONS_HELP)
+    locator = serializers.CharField(required=False, allow_null=True)
+    wing = serializers.CharField(required=False, allow_null=True)
+    credential = CredentialDefinition(required=False, allow_null=True, help_text=CREDENTIAL_HELP)
+    scope = serializers.DictField(
+        child=OptionValue(), required=False, allow_null=True, help_text=OPTIONS_HELP
+    )
+    config = serializers.DictField(
+        child=ConfigValue(), required=False, allow_null=True, help_text=OPTIONS_HELP
+    )
     requested_by = serializers.CharField(required=False)
 
 
@@ -122,8 +155,8 @@ class MinerChange(serializers.Serializer):
     enabled = serializers.BooleanField(required=False)
     locator = serializers.CharField(required=False, allow_null=True, help_text="null removes it")
     wing = serializers.CharField(required=False, allow_null=True, help_text="null removes it")
-    credential = serializers.JSONField(
-        required=False, help_text=f"{CREDENTIAL_HELP}; null removes it"
+    credential = CredentialDefinition(
+        required=False, allow_null=True, help_text=f"{CREDENTIAL_HELP}; null removes it"
     )
     scope = serializers.DictField(
         child=OptionValue(allow_null=True),

@@ -210,7 +210,8 @@ def parse_credential(raw: object) -> Credential | None:
         f'{{type = "{kind}"' + (f', {key} = "..."}}' if key else "}")
         for kind, key in CREDENTIAL_KEYS.items()
     )
-    if not isinstance(raw, Mapping) or raw.get("type") not in CREDENTIAL_KEYS:
+    # A `type` that is no string (a table, a list) is no kind either, and cannot be looked up.
+    if not isinstance(raw, Mapping) or str(raw.get("type")) not in CREDENTIAL_KEYS:
         raise DefinitionError("credential", f"must be one of {kinds}")
     kind = str(raw["type"])
     key = CREDENTIAL_KEYS[kind]

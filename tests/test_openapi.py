@@ -224,6 +224,12 @@ CORRECTIONS: dict[str, tuple[str, ...]] = {
         "changed Graph.top",
         "changed Graph.entities",
     ),
+    "Filing into a `{wing}` or `{room}` shaped like a UUID that names nothing is a 404 (it is "
+    "an id, never a name to create), which the two filing routes did not declare "
+    "(schemathesis --checks all: an undocumented status)": (
+        "added POST /api/wings/{wing}/rooms 404",
+        "added POST /api/wings/{wing}/rooms/{room}/drawers 404",
+    ),
     "A drawer's `source`, and its `kind`, may be left out (`manual` then), but the document "
     "required them (schemathesis --checks all: a schema-violating request accepted)": (
         "changed DrawerBodyRequest required",
