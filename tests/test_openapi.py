@@ -87,9 +87,10 @@ def test_the_live_schema_and_docs_are_served(daemon: Daemon) -> None:
 
 @pytest.mark.slow
 def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path: Path) -> None:
-    """Schemathesis generates requests for every operation (but shutdown) from the schema, and
-    checks every answer against the schema with its objects closed (`closed`): an answer with a
-    key its shape does not declare fails as surely as a server error."""
+    """Schemathesis generates requests for every operation (but shutdown) from the schema, then
+    runs its stateful phase, and checks every answer against the schema with its objects closed
+    (`closed`): an answer with a key its shape does not declare, an undocumented status or a
+    schema-violating request accepted fails as surely as a server error."""
     fresh_daemon.start()
     with fresh_daemon.client() as client:
         served = client.get("/api/schema/", params={"format": "json"})
@@ -103,8 +104,13 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path
             str(strict),
             "--url",
             fresh_daemon.base_url,
+            # Every check but one: a schema-valid request may still be refused for the
+            # palace's state (an unknown profile, a transition the job's status does not
+            # allow), which bench/schema.py reports.
             "--checks",
-            "not_a_server_error,response_schema_conformance",
+            "all",
+            "--exclude-checks",
+            "positive_data_acceptance",
             "--exclude-path",
             "/api/shutdown",
             # A stream that ends only when the daemon stops.
