@@ -7,6 +7,7 @@ kind, validity) so that scope and time filter inside the query, before ranking a
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,19 @@ class LexicalIndex:
         if len(hits) == limit + 32 and found[limit - 1][1] == found[-1][1]:
             return self._all_tied(query, found, limit)
         return found[:limit]
+
+    def mass(self, words: list[str]) -> float:
+        """The query's lexical mass: the sum of its terms' BM25 IDF (tantivy's formula), about
+        what a drawer of average length holding each term once scores. A term no drawer holds
+        adds nothing, as it adds nothing to a score. Hybrid fusion weighs the lexical leg by
+        how much of it the first hit reaches (`palace.search.fusion`)."""
+        total = self.searcher.num_docs
+        mass = 0.0
+        for word in words:
+            held = self.searcher.doc_freq("body", word)
+            if held:
+                mass += math.log(1.0 + (total - held + 0.5) / (held + 0.5))
+        return mass
 
     def _all_tied(
         self, query: Query, found: list[tuple[str, float]], limit: int

@@ -18,7 +18,7 @@ from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
 from palace.hierarchy import HierarchyService
-from palace.search import expansion, lexical
+from palace.search import expansion, fusion, lexical
 from palace.search.indexes import SearchIndexes
 from palace.search.preferences import Preferences, candidate_pool
 from palace.search.query import SearchQuery
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from palace.embeddings.service import EmbeddingService
 
 logger = logging.getLogger(__name__)
-
-RRF_K = 60
 
 
 class SemanticUnavailable(MemCastleError):
@@ -169,7 +167,9 @@ class SearchService:
         words = lexical.terms(text)
         lexical_hits = self._lexical_leg(words, scope, pool, every_word=False)
         semantic_hits = self._semantic(profile, vector, scope, pool)
-        return fuse({"lexical": lexical_hits, "semantic": semantic_hits})[:limit]
+        assert self.indexes.lexical is not None
+        mass = self.indexes.lexical.mass(words)
+        return fusion.fuse(lexical_hits, semantic_hits, mass)[:limit]
 
     def _lexical(self, text: str, scope: Scope, limit: int) -> list[tuple[str, float]]:
         """Every word first; any word only when nothing matched and there are several."""
@@ -239,16 +239,3 @@ class SearchService:
                 hit["signals"] = signals
             hits.append(hit)
         return hits
-
-
-def fuse(legs: dict[str, list[tuple[str, float]]]) -> list[tuple[str, float, dict[str, float]]]:
-    """Reciprocal rank fusion: each drawer scores the sum over the legs that found it of
-    1 / (60 + its 1-based rank there); signals keep each leg's own score."""
-    fused: dict[str, float] = {}
-    signals: dict[str, dict[str, float]] = {}
-    for leg, hits in legs.items():
-        for rank, (drawer_id, score) in enumerate(hits, start=1):
-            fused[drawer_id] = fused.get(drawer_id, 0.0) + 1.0 / (RRF_K + rank)
-            signals.setdefault(drawer_id, {})[leg] = score
-    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-    return [(drawer_id, score, signals[drawer_id]) for drawer_id, score in ranked]

@@ -43,6 +43,7 @@ from typing import Any
 
 from tests.eval import phrases
 from tests.eval.dataset import Dataset, parse_dataset
+from tests.eval.invariants import fusion_shortfalls
 from tests.eval.report import BASELINE_DIR, baseline_of, compare, read_json, write_json
 from tests.eval.run import run_benchmark
 
@@ -431,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{granularity} level, {args.profile}: {json.dumps(report['dataset'])}")
         print(f"ingest: {json.dumps(report['latency'].get('ingest'))} {report.get('notes', {})}")
         print("\n".join(summary_lines(report)))
+        print("\n".join(fusion_shortfalls(report)) or "hybrid is nowhere below its best leg")
         if args.out:
             write_json(args.out / f"conversations-{granularity}-{args.profile}.json", report)
         path = baseline_path(granularity, args.profile)

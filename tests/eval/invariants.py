@@ -108,3 +108,32 @@ def separation_failures(categories: Mapping[str, Mapping[str, Mapping[str, float
                 f"expansion does not beat lexical on graph recall@10: {exp:.3f} <= {lex:.3f}"
             )
     return failures
+
+
+FUSION_METRICS = ("hit@1", "hit@5", "hit@10", "all@10")
+
+
+def fusion_shortfalls(
+    report: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+) -> list[str]:
+    """Where hybrid ranks below its best single leg (issue 26): any@1, any@5, any@10 and
+    all@10, over every query and per category. Fusion that loses to one of its own legs is
+    worse than choosing that leg; a report without the three rankings has nothing to check."""
+    overall, categories = report["configurations"], report["categories"]
+    if not {"lexical", "semantic", "hybrid"} <= set(overall):
+        return []
+    cells = [("(all)", {name: overall[name] for name in ("lexical", "semantic", "hybrid")})]
+    for category in categories["hybrid"]:
+        cells.append(
+            (
+                category,
+                {name: categories[name][category] for name in ("lexical", "semantic", "hybrid")},
+            )
+        )
+    return [
+        f"hybrid {category} {metric}: {legs['hybrid'][metric]:.3f} < "
+        f"{max(legs['lexical'][metric], legs['semantic'][metric]):.3f}"
+        for category, legs in cells
+        for metric in FUSION_METRICS
+        if legs["hybrid"][metric] < max(legs["lexical"][metric], legs["semantic"][metric]) - 1e-9
+    ]

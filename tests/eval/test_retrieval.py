@@ -19,7 +19,12 @@ import pytest
 
 from tests.eval import daemons
 from tests.eval.dataset import load_dataset
-from tests.eval.invariants import scope_violations, separation_failures, temporal_violations
+from tests.eval.invariants import (
+    fusion_shortfalls,
+    scope_violations,
+    separation_failures,
+    temporal_violations,
+)
 from tests.eval.report import baseline_path, compare, read_json
 from tests.eval.run import Outcome, run_on
 from tests.eval.vectors import DaemonVectors, StandInVectors
@@ -61,6 +66,11 @@ def test_no_hit_outside_its_time(standin: Outcome) -> None:
 
 def test_the_dataset_still_separates_the_configurations(standin: Outcome) -> None:
     assert separation_failures(standin.report["categories"]) == []
+
+
+def test_hybrid_is_never_below_its_best_leg(standin: Outcome) -> None:
+    """Issue 26: any@1, any@5, any@10 and all@10, overall and per category."""
+    assert fusion_shortfalls(standin.report) == []
 
 
 def test_every_configuration_answered_every_query(standin: Outcome) -> None:

@@ -1,0 +1,369 @@
+"""Fusion methods for the hybrid ranking, compared offline on the retrieval benchmarks.
+
+Trying a fusion method through the harness costs a daemon, a seeding and, for the conversational
+benchmark, minutes per run. This collects each leg's ranked candidates once per benchmark and
+profile, through the daemon's search API (`ranking=semantic` and `ranking=hybrid`, whose
+`signals` carry the any-word lexical leg's scores, with a limit that holds every drawer a
+question's scope can reach), then replays fusion methods over them in Python and scores each as
+the harness does: the same pool, limit, tie order and metrics. Trying ten methods costs one
+collection. `chosen` is the daemon's own `palace.search.fusion`; the others are the methods
+docs/retrieval.md ("Fusion") compares it with. A query's lexical mass is computed here from the
+dataset's texts, where the daemon reads it from its index: the replay of `chosen` gave the
+harness's figures to the last digit.
+
+    .venv/bin/python -m bench.fusion collect --out /tmp/fusion        # both profiles, 3 datasets
+    .venv/bin/python -m bench.fusion compare --data /tmp/fusion       # the table of methods
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from palace.search import fusion, lexical
+from tests.eval import api, conversations, daemons
+from tests.eval.dataset import Dataset, load_dataset
+from tests.eval.harness import LIMIT, request_body
+from tests.eval.metrics import mean, order_ties, score_query
+from tests.eval.run import config_for, vectors_for
+from tests.eval.seeding import seed
+
+COLLECT_LIMIT = 200
+"""The API's largest page: more than any scope of the benchmarks holds, so each leg is whole."""
+METRICS = ("hit@1", "hit@5", "hit@10", "all@10")
+BENCHMARKS: dict[str, tuple[Callable[[], Dataset], int]] = {
+    "judged": (load_dataset, LIMIT),
+    "session": (lambda: conversations.dataset("session"), conversations.LIMIT),
+    "turn": (lambda: conversations.dataset("turn"), conversations.LIMIT),
+}
+
+Leg = list[tuple[str, float]]
+"""(daemon drawer id, leg score), best first, equal scores by id: the daemon's order."""
+
+
+# -- collection ---------------------------------------------------------------------------------
+
+
+def collect(benchmark: str, profile: str) -> dict[str, Any]:
+    """Seed one benchmark on a daemon of its own and record each query's legs."""
+    make, limit = BENCHMARKS[benchmark]
+    dataset = make()
+    vectors = vectors_for(profile, dataset)
+    with tempfile.TemporaryDirectory(prefix="memcastle-fusion-") as scratch:
+        default = "" if profile == "standin" else profile
+        daemon = daemons.start_daemon(Path(scratch), config_for(profile), default)
+        try:
+            with daemon.client() as client:
+                seeded = seed(client, dataset, vectors)
+                if vectors.embeds_in_daemon:
+                    daemons.wait_for_embeddings(client, seeded, vectors.profile)
+                queries = [_legs(client, q, seeded, vectors) for q in dataset.queries]
+        finally:
+            daemon.stop()
+    return {"benchmark": benchmark, "profile": profile, "limit": limit, "queries": queries}
+
+
+def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
+    def ask(configuration: str, limit: int) -> list[dict[str, Any]]:
+        body = request_body(query, configuration, seeded.instants, vectors, limit)
+        return api.search(client, body)[0]
+
+    hybrid = ask("hybrid", COLLECT_LIMIT)
+    lexical_any = [(h["id"], h["signals"]["lexical"]) for h in hybrid if "lexical" in h["signals"]]
+    return {
+        "id": query.id,
+        "category": query.category,
+        "grades": query.grades(),
+        "names": {h["id"]: seeded.dataset_ids.get(h["id"], "?") for h in hybrid},
+        "lexical": [(h["id"], h["score"]) for h in ask("lexical", COLLECT_LIMIT)],
+        "lexical_any": sorted(lexical_any, key=lambda hit: (-hit[1], hit[0])),
+        "semantic": [(h["id"], h["score"]) for h in ask("semantic", COLLECT_LIMIT)],
+    }
+
+
+# -- fusion methods -----------------------------------------------------------------------------
+
+Method = Callable[[Leg, Leg, float], dict[str, float]]
+"""(any-word lexical leg, semantic leg, the query's lexical mass) -> fused scores."""
+
+
+def rrf(k: float = 60.0, lexical: float = 1.0, semantic: float = 1.0) -> Method:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        fused: dict[str, float] = {}
+        for weight, leg in ((lexical, lex), (semantic, sem)):
+            for rank, (drawer, _score) in enumerate(leg, start=1):
+                fused[drawer] = fused.get(drawer, 0.0) + weight / (k + rank)
+        return fused
+
+    return fuse
+
+
+def _minmax(leg: Leg) -> dict[str, float]:
+    if not leg:
+        return {}
+    high, low = leg[0][1], leg[-1][1]
+    span = high - low
+    return {d: (s - low) / span if span > 0 else 1.0 for d, s in leg}
+
+
+def _zscore(leg: Leg) -> dict[str, float]:
+    if not leg:
+        return {}
+    scores = [s for _, s in leg]
+    mu = sum(scores) / len(scores)
+    sd = math.sqrt(sum((s - mu) ** 2 for s in scores) / len(scores)) or 1.0
+    return {d: (s - mu) / sd for d, s in leg}
+
+
+def _max_norm(leg: Leg) -> dict[str, float]:
+    if not leg or leg[0][1] <= 0:
+        return {d: 0.0 for d, _ in leg}
+    return {d: s / leg[0][1] for d, s in leg}
+
+
+def combined(normalise: Callable[[Leg], dict[str, float]], lexical: float = 0.5) -> Method:
+    """A weighted sum of each leg's normalised scores; a leg that missed a drawer adds its floor."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        nl, ns = normalise(lex), normalise(sem)
+        floor_l = min(nl.values(), default=0.0)
+        floor_s = min(ns.values(), default=0.0)
+        return {
+            d: lexical * nl.get(d, floor_l) + (1 - lexical) * ns.get(d, floor_s) for d in {*nl, *ns}
+        }
+
+    return fuse
+
+
+def _peak(leg: Leg, depth: int) -> float:
+    """How much the leg's first score stands out from the next `depth`: (s1 - mean) / s1."""
+    if len(leg) < 2 or leg[0][1] <= 0:
+        return 0.0
+    rest = [s for _, s in leg[1 : depth + 1]]
+    return max(0.0, (leg[0][1] - sum(rest) / len(rest)) / leg[0][1])
+
+
+def peaked(
+    normalise: Callable[[Leg], dict[str, float]], depth: int = 5, base: float = 0.5
+) -> Method:
+    """A normalised sum whose leg weights follow how peaked each leg's top scores are."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        pl, ps = _peak(lex, depth), _peak(sem, depth)
+        weight = base if pl + ps == 0 else pl / (pl + ps)
+        return combined(normalise, weight)(lex, sem, mass)
+
+    return fuse
+
+
+def peaked_rrf(k: float = 60.0, depth: int = 5) -> Method:
+    """Reciprocal rank with each leg weighted by how peaked its top scores are."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        pl, ps = _peak(lex, depth), _peak(sem, depth)
+        total = pl + ps
+        wl, ws = (0.5, 0.5) if total == 0 else (pl / total, ps / total)
+        return rrf(k, wl, ws)(lex, sem, mass)
+
+    return fuse
+
+
+def relative_sum(lexical: float = 1.0, semantic: float = 1.0, power: float = 1.0) -> Method:
+    """Each leg's score divided by its best, raised to `power`, summed with weights: a leg's
+    own confidence (how close a drawer is to its first) survives, unlike in rank fusion."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        nl, ns = _max_norm(lex), _max_norm(sem)
+        return {
+            d: lexical * nl.get(d, 0.0) ** power + semantic * ns.get(d, 0.0) ** power
+            for d in {*nl, *ns}
+        }
+
+    return fuse
+
+
+def coverage(lexical: float = 0.5, cap: float = 1.0) -> Method:
+    """BM25 over the query's lexical mass (the sum of its terms' IDF: about what a drawer holding
+    each term once scores), so a match on function words weighs little; plus the cosine."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        nl = {d: min(cap, s / mass) if mass > 0 else 0.0 for d, s in lex}
+        ns = dict(sem)
+        floor = min(ns.values(), default=0.0)
+        return {d: lexical * nl.get(d, 0.0) + (1 - lexical) * ns.get(d, floor) for d in {*nl, *ns}}
+
+    return fuse
+
+
+def chosen(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    """The daemon's own fusion (`palace.search.fusion`)."""
+    return {drawer: score for drawer, score, _ in fusion.fuse(lex, sem, mass)}
+
+
+def methods() -> dict[str, Method]:
+    found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen}
+    for k in (1, 5, 10, 20):
+        found[f"rrf k{k}"] = rrf(k)
+    for w in (0.3, 0.5, 0.7):
+        found[f"wrrf k60 lex{w}"] = rrf(60, w, 1 - w)
+    for k in (5, 10):
+        for w in (0.3, 0.4):
+            found[f"wrrf k{k} lex{w}"] = rrf(k, w, 1 - w)
+    for name, norm in (("minmax", _minmax), ("z", _zscore), ("max", _max_norm)):
+        for w in (0.2, 0.3, 0.4, 0.5, 0.6):
+            found[f"{name} lex{w}"] = combined(norm, w)
+        for depth in (3, 5, 10):
+            found[f"peaked {name} d{depth}"] = peaked(norm, depth)
+    for depth in (3, 5, 10):
+        found[f"peaked rrf k10 d{depth}"] = peaked_rrf(10, depth)
+        found[f"peaked rrf k60 d{depth}"] = peaked_rrf(60, depth)
+    for w in (0.3, 0.5, 0.7):
+        for p in (1.0, 2.0, 4.0):
+            found[f"relsum lex{w} p{p}"] = relative_sum(w, 1 - w, p)
+    for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6):
+        for cap in (0.5, 1.0, 2.0):
+            found[f"coverage lex{w} cap{cap}"] = coverage(w, cap)
+    return found
+
+
+def masses(benchmark: str) -> dict[str, float]:
+    """Each query's lexical mass: the sum of its terms' BM25 IDF over every filed text."""
+    dataset = BENCHMARKS[benchmark][0]()
+    texts = [d.content for d in dataset.documents] + [s.content for s in dataset.supersessions]
+    freq: dict[str, int] = {}
+    for text in texts:
+        for term in set(lexical.terms(text)):
+            freq[term] = freq.get(term, 0) + 1
+    n = len(texts)
+
+    def idf(term: str) -> float:
+        df = freq.get(term, 0)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+
+    return {q.id: sum(idf(t) for t in lexical.terms(q.text)) for q in dataset.queries}
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+def scored(record: dict[str, Any], method: Method | None, leg: str = "") -> list[dict[str, Any]]:
+    """Each query's metrics under a method (or a single leg, as the daemon ranks it alone)."""
+    limit = record["limit"]
+    pool = max(2 * limit, 20)
+    out = []
+    for q in record["queries"]:
+        names = {**q["names"]}
+        if method is None:
+            hits = [tuple(h) for h in q[leg][:limit]]
+        else:
+            lex, sem = _leg(q["lexical_any"], pool), _leg(q["semantic"], pool)
+            fused = method(lex, sem, record["mass"][q["id"]])
+            hits = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        ranked = order_ties([(names.get(d, "?" + d), s) for d, s in hits])
+        metrics = score_query(ranked, q["grades"])
+        out.append({"category": q["category"], **{m: metrics[m] for m in METRICS}})
+    return out
+
+
+def _leg(raw: Sequence[Sequence[Any]], pool: int) -> Leg:
+    return [(str(d), float(s)) for d, s in raw[:pool]]
+
+
+def cells(per_query: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Metrics overall ("all") and per category."""
+    kinds = sorted({q["category"] for q in per_query})
+    groups = {"all": per_query, **{k: [q for q in per_query if q["category"] == k] for k in kinds}}
+    return {
+        kind: mean([{m: q[m] for m in METRICS} for q in qs]) for kind, qs in groups.items() if qs
+    }
+
+
+def shortfall(
+    fused: dict[str, dict[str, float]], best: dict[str, dict[str, float]]
+) -> list[tuple[str, str, float]]:
+    """The cells where the fused ranking is below the best leg: (kind, metric, gap)."""
+    return [
+        (kind, m, fused[kind][m] - best[kind][m])
+        for kind in best
+        for m in METRICS
+        if fused[kind][m] < best[kind][m] - 1e-9
+    ]
+
+
+def best_leg(records: dict[str, Any]) -> dict[str, dict[str, float]]:
+    lexical, semantic = (cells(scored(records, None, leg)) for leg in ("lexical", "semantic"))
+    return {
+        kind: {m: max(lexical[kind][m], semantic[kind][m]) for m in METRICS} for kind in lexical
+    }
+
+
+def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
+    records = {p.stem: json.loads(p.read_text()) for p in sorted(data.glob("*.json"))}
+    mass = {b: masses(b) for b in {r["benchmark"] for r in records.values()}}
+    for record in records.values():
+        record["mass"] = mass[record["benchmark"]]
+    best = {name: best_leg(r) for name, r in records.items()}
+    legs = {
+        name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}
+        for name, r in records.items()
+    }
+    print("runs:", ", ".join(records))
+    for name in records:
+        print(
+            name, "lexical", _fmt(legs[name]["lexical"]), "semantic", _fmt(legs[name]["semantic"])
+        )
+    rows = []
+    for label, method in methods().items():
+        if only and not any(o in label for o in only):
+            continue
+        below, worst, overall = 0, 0.0, []
+        for name, record in records.items():
+            fused = cells(scored(record, method))
+            gaps = shortfall(fused, best[name])
+            below += len(gaps)
+            worst = min([worst, *(g for _, _, g in gaps)])
+            overall.append(f"{name}:{_fmt(fused['all'])}")
+            if detail:
+                overall.append(" ".join(f"[{k} {m} {g:+.3f}]" for k, m, g in gaps) + "\n")
+        rows.append((below, worst, label, overall))
+    for below, worst, label, overall in sorted(rows, key=lambda r: (r[0], -r[1])):
+        print(f"{label:24} below {below:3} worst {worst:+.3f}  " + "  ".join(overall))
+
+
+def _fmt(metrics: dict[str, float]) -> str:
+    return " ".join(f"{metrics[m]:.3f}" for m in METRICS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.fusion", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    grab = sub.add_parser("collect")
+    grab.add_argument("--out", type=Path, required=True)
+    grab.add_argument("--profile", action="append", choices=("standin", "local"))
+    grab.add_argument("--benchmark", action="append", choices=tuple(BENCHMARKS))
+    table = sub.add_parser("compare")
+    table.add_argument("--data", type=Path, required=True)
+    table.add_argument("--only", action="append", default=[])
+    table.add_argument("--detail", action="store_true", help="each run's cells below the best leg")
+    args = parser.parse_args(argv)
+    if args.command == "compare":
+        compare(args.data, args.only, detail=args.detail)
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for profile in args.profile or ("standin", "local"):
+        for benchmark in args.benchmark or tuple(BENCHMARKS):
+            record = collect(benchmark, profile)
+            path = args.out / f"{benchmark}-{profile}.json"
+            path.write_text(json.dumps(record))
+            print(f"wrote {path}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""How the hybrid ranking fuses its two legs: a weighted sum of normalised scores.
+
+Reciprocal rank fusion gave a weak leg's guesses the weight of a strong leg's certainties: a
+paraphrase's lexical matches on "at" or "during" outranked the semantic leg's first hit, and hybrid
+fell below its best leg in most cells of the retrieval benchmarks (issue 26, docs/retrieval.md,
+"Fusion"). Measured against rank fusion with other constants and weights, min-max, z-score and
+max normalisations, and leg weights that follow how peaked each leg's scores are, this one came
+closest to its best leg with the local model (`bench/fusion.py` replays them all):
+
+- the lexical leg's BM25 is min-max normalised over its pool, the semantic leg's cosine is a
+  z-score over its pool (how far a drawer stands above the others for this query);
+- the lexical weight follows the lexical leg's *coverage*: its first hit's BM25 over the query's
+  lexical mass (the sum of its terms' IDF, about what a drawer holding each term once scores).
+  A drawer holding the query's rare words makes the lexical leg worth up to `LEXICAL_HIGH`; one
+  sharing only common words ("what", "at") leaves it `LEXICAL_LOW`.
+
+A drawer the lexical leg did not find gets 0 there (a pool of one, or of equal scores, is all 1);
+one the semantic leg did not find gets the pool's lowest z-score. Everything is arithmetic
+over the two pools: no store round trip.
+"""
+
+from __future__ import annotations
+
+import math
+
+LEXICAL_LOW = 0.2
+LEXICAL_HIGH = 0.6
+
+Leg = list[tuple[str, float]]
+
+
+def fuse(lexical: Leg, semantic: Leg, mass: float) -> list[tuple[str, float, dict[str, float]]]:
+    """(drawer id, fused score, each leg's own score), best first, equal scores by id.
+    `lexical` and `semantic` are the legs' pools, best first; `mass` is the query's lexical
+    mass (`LexicalIndex.mass`)."""
+    weight = lexical_weight(lexical, mass)
+    lexical_values, semantic_values = _min_max(lexical), _z_scores(semantic)
+    semantic_floor = min(semantic_values.values(), default=0.0)
+    signals: dict[str, dict[str, float]] = {}
+    for leg, hits in (("lexical", lexical), ("semantic", semantic)):
+        for drawer_id, score in hits:
+            signals.setdefault(drawer_id, {})[leg] = score
+    fused = {
+        drawer_id: weight * lexical_values.get(drawer_id, 0.0)
+        + (1.0 - weight) * semantic_values.get(drawer_id, semantic_floor)
+        for drawer_id in signals
+    }
+    ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+    return [(drawer_id, score, signals[drawer_id]) for drawer_id, score in ranked]
+
+
+def lexical_weight(lexical: Leg, mass: float) -> float:
+    """The lexical leg's share, from `LEXICAL_LOW` to `LEXICAL_HIGH` with its coverage."""
+    if not lexical or mass <= 0:
+        return LEXICAL_LOW
+    coverage = min(1.0, max(0.0, lexical[0][1] / mass))
+    return LEXICAL_LOW + (LEXICAL_HIGH - LEXICAL_LOW) * coverage
+
+
+def _min_max(hits: Leg) -> dict[str, float]:
+    """Scores mapped onto [0, 1] over the pool; a pool of equal scores is all 1."""
+    if not hits:
+        return {}
+    scores = [score for _, score in hits]
+    low, span = min(scores), max(scores) - min(scores)
+    return {d: (s - low) / span if span > 0 else 1.0 for d, s in hits}
+
+
+def _z_scores(hits: Leg) -> dict[str, float]:
+    """Standard scores over the pool; a pool of equal scores is all 0."""
+    if not hits:
+        return {}
+    scores = [score for _, score in hits]
+    mean = sum(scores) / len(scores)
+    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    return {d: (s - mean) / spread if spread > 0 else 0.0 for d, s in hits}
