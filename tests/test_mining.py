@@ -619,7 +619,7 @@ def test_a_directory_reached_through_a_link_is_the_same_source(
         pytest.param(
             {"source": "nowhere", "locator": "/tmp"},
             "source",
-            "known: chatgpt, claude, codex, directory, opencode, pi",
+            "known: chatgpt, claude, codex, directory, github, opencode, pi",
             id="unknown-source",
         ),
         pytest.param({"source": 5}, "source", "name of a source", id="source-not-text"),
