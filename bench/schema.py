@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memcastle_project.settings")
 
 from tests.support.daemon import Daemon  # noqa: E402
-from tests.support.openapi import closed  # noqa: E402
+from tests.support.openapi import SCHEMATHESIS_EXCLUDED, closed  # noqa: E402
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 OPERATION = re.compile(r"^_+ (GET|POST|PUT|PATCH|DELETE|Stateful tests)(.*?) _+$")
@@ -63,12 +63,7 @@ def run(root: Path, examples: int, seed: int) -> tuple[str, str]:
                 daemon.base_url,
                 "--checks",
                 "all",
-                "--exclude-path",
-                "/api/shutdown",
-                "--exclude-path",
-                "/api/events",
-                "--exclude-path-regex",
-                "^/api/source-(packages($|/[^/]+/auth)|registry)",
+                *SCHEMATHESIS_EXCLUDED,
                 "--max-examples",
                 str(examples),
                 "--workers",

@@ -25,7 +25,13 @@ from sources.registry_publish import write_index
 from tests.support.components import manifest, package
 from tests.support.daemon import Daemon
 from tests.support.oauth_provider import OAuthProvider, oauth_manifest
-from tests.support.openapi import closed, differences, openapi_document, response_validator
+from tests.support.openapi import (
+    SCHEMATHESIS_EXCLUDED,
+    closed,
+    differences,
+    openapi_document,
+    response_validator,
+)
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 BEFORE_SHAPES = Path(__file__).parent / "fixtures" / "openapi-888e330.json"
@@ -111,18 +117,7 @@ def test_property_based_run_finds_no_server_error(fresh_daemon: Daemon, tmp_path
             "all",
             "--exclude-checks",
             "positive_data_acceptance",
-            "--exclude-path",
-            "/api/shutdown",
-            # A stream that ends only when the daemon stops.
-            "--exclude-path",
-            "/api/events",
-            # One regular expression (a second `--exclude-path-regex` replaces the first):
-            # a package archive is a gzip body, which tests/test_source_packages.py sends; the
-            # registry locations a request names are fetched, and generated ones would make the
-            # daemon reach out to the network (tests/test_source_registry.py covers those), as
-            # would a sign-in started for a bundled source (tests/test_source_oauth.py).
-            "--exclude-path-regex",
-            "^/api/source-(packages($|/[^/]+/auth)|registry)",
+            *SCHEMATHESIS_EXCLUDED,
             "--max-examples",
             "10",
             "--workers",
