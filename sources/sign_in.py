@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kernel.errors import MemCastleError
+from kernel.errors import InputInvalid, MemCastleError
 from sources.access_tokens import AccessTokens
 from sources.credentials import Credential, FlowFailed, instant
 from sources.manifest import OAuth
@@ -121,9 +121,10 @@ class SignIns:
         finally:
             running.done.set()
 
-    def wait(self, name: str, flow: str, timeout: float = WAIT_SECONDS) -> dict[str, Any]:
+    def wait(self, name: str, flow: str, timeout: object = None) -> dict[str, Any]:
         """The outcome of flow `flow` once it has one (told once), or `pending` after
-        `timeout` seconds."""
+        `timeout` seconds (as given: a number or its text, `WAIT_SECONDS` when absent)."""
+        seconds = _seconds(timeout)
         self._packages.oauth(name)
         with self._lock:
             running = self._running.get(name)
@@ -132,7 +133,7 @@ class SignIns:
                 f"no sign-in {flow!r} of the {name} source is waiting: it was replaced, "
                 "forgotten or already reported"
             )
-        if not running.done.wait(timeout):
+        if not running.done.wait(seconds):
             return {"source": name, "flow": flow, "status": "pending"}
         with self._lock:
             if self._running.get(name) is not running:
@@ -142,3 +143,16 @@ class SignIns:
             raise running.error
         assert running.outcome is not None
         return running.outcome
+
+
+def _seconds(raw: object) -> float:
+    """A wait's `timeout`: 0 to `WAIT_SECONDS` seconds."""
+    if raw is None:
+        return WAIT_SECONDS
+    try:
+        value = float(raw) if isinstance(raw, str | int | float) else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= WAIT_SECONDS:
+        raise InputInvalid("timeout", f"must be a number of seconds from 0 to {WAIT_SECONDS:g}")
+    return value

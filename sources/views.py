@@ -185,17 +185,8 @@ class SourceAuthWaitView(NoStore):
     )
     def post(self, request: Request, name: str, flow: str) -> Response:
         refuse_body_fields(request)
-        return Response(SignInOutcome.render(self.sign_ins.wait(name, flow, _timeout(request))))
-
-
-def _timeout(request: Request) -> float:
-    raw = request.query_params.get("timeout")
-    if raw is None:
-        return WAIT_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= WAIT_SECONDS:
-        raise InputInvalid("timeout", f"must be a number of seconds from 0 to {WAIT_SECONDS:g}")
-    return value
+        return Response(
+            SignInOutcome.render(
+                self.sign_ins.wait(name, flow, request.query_params.get("timeout"))
+            )
+        )
