@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import MemCastleError
+from kernel.errors import MemCastleError, StoreFailed
 from palace.drawers import read_source
+from palace.search import turns
 from palace.search.catalog import Catalog
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
 from palace.search.query import held_ns
@@ -51,6 +52,8 @@ SCAN_PAGE = 2000
 # before the scan began.
 REBUILD_MARGIN_MS = 60_000
 FOLLOW_INTERVAL_SECS = 0.25
+# Conversations a page of the feed touched, read from the store in one round trip.
+CONVERSATIONS_AT_ONCE = 200
 SNAPSHOT_EVERY_SECS = 300.0
 SNAPSHOT_EVERY_CHANGES = 20_000
 # A rebuild of a palace this large runs while the daemon serves; a smaller one (under a few
@@ -78,21 +81,40 @@ class _Stopped(Exception):
 
 
 def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a drawer the indexes hold, validity in nanoseconds."""
+    """The fields of a drawer the indexes hold, validity in nanoseconds, from a drawer as the
+    feed carries it or as a scan reads it (`DRAWER_FIELDS`); with its conversation, if any, and
+    its place in it (`palace.search.turns`)."""
     source = drawer.get("source")
+    if "source_kind" in drawer:
+        kind, uri, chunk = drawer["source_kind"], drawer.get("source_uri"), drawer.get("chunk")
+    else:
+        stored = source if isinstance(source, Mapping) else {}
+        kind, uri, chunk = stored.get("kind"), stored.get("uri"), stored.get("origin")
     valid_to = drawer.get("valid_to")
+    valid_from = held_ns(_instant(drawer["valid_from"]))
     return {
         "id": drawer["id"],
         "wing": drawer["wing"],
         "room": drawer["room"],
         "content": drawer.get("content") or "",
         "tags": list(drawer.get("tags") or []),
-        "source_kind": read_source(
-            {"kind": drawer["source_kind"]} if "source_kind" in drawer else source
-        )["kind"],
-        "valid_from": held_ns(_instant(drawer["valid_from"])),
+        "source_kind": read_source({"kind": kind} if "source_kind" in drawer else source)["kind"],
+        "valid_from": valid_from,
         "valid_to": OPEN if valid_to is None else held_ns(_instant(valid_to)),
+        "conversation": turns.conversation(drawer["room"], uri),
+        "order": _order(drawer, valid_from, chunk),
     }
+
+
+def _turn_order(row: Mapping[str, Any]) -> turns.Order:
+    """The place of a drawer as `SearchRepository.conversations` reads it."""
+    return _order(row, held_ns(_instant(row["valid_from"])), row.get("chunk"))
+
+
+def _order(drawer: Mapping[str, Any], valid_from: int, chunk: object) -> turns.Order:
+    created_at = drawer.get("created_at")
+    filed = held_ns(_instant(created_at)) if created_at is not None else 0
+    return valid_from, filed, turns.chunk_index(chunk), drawer["id"]
 
 
 def _instant(value: Any) -> dt.datetime:
@@ -132,6 +154,11 @@ class SearchIndexes:
         self._changes_read = 0
         # Changes passed over because the indexes could not apply them (`_apply_or_skip`).
         self._skipped = 0
+        # The conversation turns a page of the feed filed or changed, and the drawers it
+        # deleted: indexed with their neighbours once the page is read (`_index_turns`).
+        self._turns: dict[str, dict[str, Any]] = {}
+        self._deleted: set[str] = set()
+        self._beside_deleted: set[str] = set()
 
     # Opening -----------------------------------------------------------------------------
 
@@ -237,16 +264,24 @@ class SearchIndexes:
         drawers = self._rebuilt = 0
         self._to_rebuild = self._repository.drawer_count()
         self._rebuilding = True
+        # The turns of conversations wait for the whole scan: a turn is indexed with the one
+        # before it, wherever the store's order put that one.
+        conversations: dict[turns.Conversation, list[dict[str, Any]]] = {}
         for page in self._scan(self._repository.drawers):
             for row in page:
                 fields = indexed(row)
-                if fresh is not None:
+                if fresh is not None and fields["conversation"] is None:
                     fresh.put(fields)
+                elif fresh is not None:
+                    conversations.setdefault(fields["conversation"], []).append(fields)
                 if snapshot:
                     self.catalog.put(fields)
             drawers += len(page)
             self._rebuilt = drawers
         if fresh is not None:
+            for members in conversations.values():
+                for turn, before, answered in turns.in_order(members):
+                    fresh.put(turn, before, answered=answered)
             fresh.commit()
             self._write_lexical_mark()
         if snapshot:
@@ -315,6 +350,7 @@ class SearchIndexes:
                 break
             for versionstamp, table, action, record in changes:
                 self._apply_or_skip(versionstamp, table, action, record)
+            self._index_turns()
             self._changes_read += len(changes)
             last = changes[-1][0]
             since = last + 1
@@ -352,13 +388,15 @@ class SearchIndexes:
         if table == "drawer":
             if action == "delete":
                 if to_lexical:
-                    self.lexical.remove(record["id"])
+                    self._remove_turn(record["id"])
                 if to_snapshot:
                     self._remove_drawer(record["id"])
             else:
                 fields = indexed(record)
-                if to_lexical:
+                if to_lexical and fields["conversation"] is None:
                     self.lexical.put(fields)
+                elif to_lexical:
+                    self._turns[fields["id"]] = fields
                 if to_snapshot:
                     self.catalog.put(fields)
         elif table == "embedding" and to_snapshot:
@@ -370,6 +408,66 @@ class SearchIndexes:
                 self._put_vectors(record)
         if to_snapshot:
             self._unsaved += 1
+
+    def _remove_turn(self, drawer_id: str) -> None:
+        """Remove a drawer from the lexical index; the turns on each side of it are indexed
+        again with the page (`_index_turns`)."""
+        assert self.lexical is not None
+        before = self.lexical.preceding(drawer_id)
+        if before is not None:
+            self._beside_deleted.add(before)
+        self.lexical.remove(drawer_id)
+        self._turns.pop(drawer_id, None)
+        self._deleted.add(drawer_id)
+
+    def _index_turns(self) -> None:
+        """Index the turns of conversations a page of the feed filed or changed, each with the
+        turn before it, and the turns after them again; and the turns that followed a deleted
+        drawer. A conversation is read from the store (what orders it, then the text of the
+        few drawers needed), not from the page: its other turns were filed before."""
+        assert self.lexical is not None
+        changed, beside = self._turns, self._beside_deleted
+        self._turns, self._beside_deleted = {}, set()
+        if self._deleted:
+            beside.update(self.lexical.followers(sorted(self._deleted)))
+            self._deleted = set()
+        try:
+            self._place_turns(changed, beside)
+        except StoreFailed:
+            raise  # the page is read again from the feed, its turns with it
+        except Exception:
+            # As `_apply_or_skip`: one conversation the indexes cannot place costs its turns
+            # their context, not the following of the store.
+            self._skipped += 1
+            logger.exception("turns indexed without their context: their places were unreadable")
+            for fields in changed.values():
+                self.lexical.put(fields)
+
+    def _place_turns(self, changed: dict[str, dict[str, Any]], beside: set[str]) -> None:
+        assert self.lexical is not None
+        unread = sorted(beside - changed.keys())
+        for row in self._repository.drawers_by_ids(unread) if unread else []:
+            fields = indexed(row)
+            changed[fields["id"]] = fields
+        by_conversation: dict[turns.Conversation, set[str]] = {}
+        for fields in changed.values():
+            if fields["conversation"] is not None:
+                by_conversation.setdefault(fields["conversation"], set()).add(fields["id"])
+        keys = sorted(by_conversation)
+        for start in range(0, len(keys), CONVERSATIONS_AT_ONCE):
+            chunk = keys[start : start + CONVERSATIONS_AT_ONCE]
+            places: dict[str, turns.Place] = {}
+            for key, rows in zip(chunk, self._repository.conversations(chunk), strict=True):
+                members = [(_turn_order(row), row["id"]) for row in rows]
+                places.update(turns.to_index(members, by_conversation[key]))
+            needed = {*places, *(place.before for place in places.values() if place.before)}
+            unread = sorted(needed - changed.keys())
+            for row in self._repository.drawers_by_ids(unread) if unread else []:
+                changed[row["id"]] = indexed(row)
+            for drawer_id, (before, answered) in places.items():
+                if drawer_id in changed:
+                    before_fields = changed.get(before) if before else None
+                    self.lexical.put(changed[drawer_id], before_fields, answered=answered)
 
     def _remove_drawer(self, drawer_id: str) -> None:
         row = self.catalog.rows.get(drawer_id)

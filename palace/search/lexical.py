@@ -3,12 +3,28 @@
 SurrealDB's own full-text index took 76-82 ms for one word over 100,000 drawers, tantivy 0.02 ms
 (docs/benchmarks.md, "Search"). The index carries the scope fields (wing, room, tags, source
 kind, validity) so that scope and time filter inside the query, before ranking and limit.
+
+A drawer that is a turn of a conversation (`palace.search.turns`) is indexed with the turn
+before it. When that turn asks (it ends with a question mark), it is the question this one
+answers: it goes to the `prompt` field, where a query word counts as much as in the drawer's own
+text, so "which hotel did you book in Lisbon?" finds "the Avenida Palace" that answered it; and
+the question's own text, once a turn follows it, counts `ASKED_WEIGHT` of its worth, so the
+answer comes first. Any other turn before goes to `context`, where a word counts
+`CONTEXT_WEIGHT`. Each query word scores by the best of the fields that hold it (a disjunction
+max): a neighbour of a matching turn scores less than the turn itself, and a page is not
+crowded with neighbours (docs/retrieval.md, "Turns in their context").
+
+Every drawer is also indexed with the month and year its validity starts in ("May 2026", in
+the `dated` field, `DATED_WEIGHT`), so that "what did Caroline say in May" prefers what was said
+in May (docs/retrieval.md, "Dates and stop words").
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +34,24 @@ from tantivy import Document, FieldType, Filter, Index, Occur, Query, TextAnalyz
 from palace.search.scope import Scope
 
 # Bump when the schema or the analysis changes: an index of another version is rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 WRITER_HEAP = 64_000_000
+# What a query word counts in the turn before a drawer when that turn does not ask, and in the
+# text of a question that was answered, against the drawer's own text; the fields a word is not
+# best in add `CONTEXT_TIE` of their score. Measured on the conversational benchmark's turns:
+# docs/retrieval.md, "Turns in their context".
+CONTEXT_WEIGHT = 0.3
+ASKED_WEIGHT = 0.5
+CONTEXT_TIE = 0.1
+# What a query word naming a month or a year counts when it is the month or the year a drawer's
+# validity starts in: a date is a property of the drawer, not its words, and "may" is a verb too.
+DATED_WEIGHT = 0.5
+_TEXT_FIELDS = ("body", "asked", "prompt", "context", "dated")
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 # The analysis of `en_stem`, applied to the query ourselves so every word becomes one term:
 # split on non-alphanumerics, drop tokens over 40 bytes, lowercase, English Snowball stemming.
@@ -38,10 +70,25 @@ def terms(text: str) -> list[str]:
     return list(dict.fromkeys(_ANALYZER.analyze(text)))
 
 
+def dated(valid_from_ns: int) -> str:
+    """The month and year of an instant in nanoseconds, as words: "May 2026"."""
+    moment = _EPOCH + dt.timedelta(microseconds=valid_from_ns // 1000)
+    return f"{_MONTHS[moment.month - 1]} {moment.year}"
+
+
+def asks(text: str) -> bool:
+    """Whether a turn is a question (the one the turn after it answers)."""
+    return text.rstrip().endswith(("?", "\uff1f"))
+
+
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
-    builder.add_text_field("body", stored=False, tokenizer_name="en_stem", index_option="freq")
+    for field in _TEXT_FIELDS:
+        builder.add_text_field(field, stored=False, tokenizer_name="en_stem", index_option="freq")
+    # The turn before this one: when either is deleted, the other is found by this field and
+    # indexed again.
+    builder.add_text_field("follows", stored=True, tokenizer_name="raw", index_option="basic")
     for field in ("wing", "room", "tags", "source_kind"):
         builder.add_text_field(field, stored=False, tokenizer_name="raw", index_option="basic")
     builder.add_integer_field("valid_from", indexed=False, fast=True)
@@ -70,12 +117,24 @@ class LexicalIndex:
         shutil.rmtree(path, ignore_errors=True)
         return cls(path)
 
-    def put(self, drawer: dict[str, Any]) -> None:
-        """Index a drawer, replacing any earlier version of it."""
+    def put(
+        self,
+        drawer: Mapping[str, Any],
+        before: Mapping[str, Any] | None = None,
+        *,
+        answered: bool = False,
+    ) -> None:
+        """Index a drawer, replacing any earlier version of it (its indexed fields,
+        `palace.search.indexes`). For a turn of a conversation, `before` is the turn before it,
+        and `answered` says that a turn follows it."""
         self.writer.delete_documents_by_term("id", drawer["id"])
+        own = drawer.get("content") or ""
+        told = before["content"] if before else ""
         document = Document(
             id=drawer["id"],
-            body=drawer.get("content") or "",
+            **{"asked" if answered and asks(own) else "body": own},
+            **{"prompt" if asks(told) else "context": told},
+            dated=dated(drawer["valid_from"]),
             wing=drawer["wing"],
             room=drawer["room"],
             source_kind=drawer["source_kind"] or "",
@@ -84,6 +143,8 @@ class LexicalIndex:
         )
         for tag in drawer["tags"]:
             document.add_text("tags", tag)
+        if before is not None:
+            document.add_text("follows", before["id"])
         self.writer.add_document(document)
         self._pending = True
 
@@ -105,6 +166,28 @@ class LexicalIndex:
     def size(self) -> int:
         return self.searcher.num_docs
 
+    def preceding(self, drawer_id: str) -> str | None:
+        """The turn the drawer was indexed after (committed), if any."""
+        hits = self.searcher.search(self._term("id", drawer_id), 1, count=False).hits
+        if not hits:
+            return None
+        follows = self.searcher.doc(hits[0][1]).get_all("follows")
+        return str(follows[0]) if follows else None
+
+    def followers(self, drawer_ids: list[str]) -> list[str]:
+        """The drawers indexed with one of `drawer_ids` as the turn before them (committed)."""
+        if not drawer_ids:
+            return []
+        query = Query.term_set_query(self.schema, "follows", drawer_ids)
+        # A drawer is the turn before one other, so this is one page unless entries of an
+        # earlier order of the conversation are still being replaced.
+        wanted = 2 * len(drawer_ids) + 16
+        while True:
+            hits = self.searcher.search(query, wanted, count=False).hits
+            if len(hits) < wanted:
+                return [self.searcher.doc(address)["id"][0] for _, address in hits]
+            wanted *= 4
+
     def search(
         self, words: list[str], scope: Scope, limit: int, *, every_word: bool
     ) -> list[tuple[str, float]]:
@@ -113,7 +196,7 @@ class LexicalIndex:
         if not words or limit <= 0:
             return []
         occur = Occur.Must if every_word else Occur.Should
-        text = Query.boolean_query([(occur, self._term("body", word)) for word in words])
+        text = Query.boolean_query([(occur, self._word(word)) for word in words])
         query = self._scoped(text, scope)
         # Ties at the cut are broken by id, so ask for more than `limit` and order ourselves.
         hits = self.searcher.search(query, limit + 32, count=False).hits
@@ -149,6 +232,18 @@ class LexicalIndex:
             found.sort(key=lambda hit: (-hit[1], hit[0]))
             if len(hits) < wanted or found[limit - 1][1] != found[-1][1]:
                 return found[:limit]
+
+    def _word(self, word: str) -> Query:
+        """A query word: in the drawer's own text or the question it answers, or at a discount
+        in an answered question's text, the turn before it or its month."""
+        fields = [
+            self._term("body", word),
+            self._term("prompt", word),
+            Query.boost_query(self._term("asked", word), ASKED_WEIGHT),
+            Query.boost_query(self._term("context", word), CONTEXT_WEIGHT),
+            Query.boost_query(self._term("dated", word), DATED_WEIGHT),
+        ]
+        return Query.disjunction_max_query(fields, CONTEXT_TIE)
 
     def _term(self, field: str, value: str) -> Query:
         return Query.term_query(self.schema, field, value)

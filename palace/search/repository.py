@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from surrealdb import RecordID
+
 from kernel.store import Store
 
 # A drawer as the indexes hold it (`palace.search.indexes.indexed`).
-DRAWER_FIELDS = "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to"
+DRAWER_FIELDS = (
+    "id, wing, room, content, tags, source.kind AS source_kind, valid_from, valid_to, "
+    "source.uri AS source_uri, source.origin.chunk AS chunk, created_at"
+)
+# What orders a conversation's turns (`palace.search.turns`).
+TURN_FIELDS = "id, valid_from, created_at, source.origin.chunk AS chunk"
 
 
 class SearchRepository:
@@ -24,6 +31,26 @@ class SearchRepository:
     def drawers(self, offset: int, limit: int) -> list[dict[str, Any]]:
         """A page of every drawer, in the store's order."""
         return self.store.one(f"SELECT {DRAWER_FIELDS} FROM drawer START {offset} LIMIT {limit}")
+
+    def drawers_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The drawers of `ids` that exist, as a scan reads them."""
+        return self.store.one(
+            f"SELECT {DRAWER_FIELDS} FROM $ids",
+            {"ids": [RecordID("drawer", drawer_id) for drawer_id in ids]},
+        )
+
+    def conversations(self, keys: list[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+        """For each `(room, uri)`, the drawers of that room filed with that source uri: what
+        orders them, not their text. One round trip; each conversation is read through the
+        `drawer_room_uri` index (an `IN` over several uris would read the whole room)."""
+        selects = ", ".join(
+            f"(SELECT {TURN_FIELDS} FROM drawer WHERE room = $room{i} AND source.uri = $uri{i})"
+            for i in range(len(keys))
+        )
+        values: dict[str, Any] = {}
+        for i, (room, uri) in enumerate(keys):
+            values[f"room{i}"], values[f"uri{i}"] = room, uri
+        return self.store.one(f"RETURN [{selects}]", values)
 
     def vectors(self, profile: str, offset: int, limit: int) -> list[dict[str, Any]]:
         """A page of the stored vectors of `profile`."""

@@ -126,8 +126,10 @@ class SearchPalace:
         kind: str = "manual",
         valid_from: dt.datetime | None = None,
         drawer_id: str | None = None,
+        uri: str | None = None,
     ) -> dict[str, Any]:
-        """File a drawer, an exact copy too (the tests decide what is alike)."""
+        """File a drawer, an exact copy too (the tests decide what is alike); with a `uri`,
+        a turn of that conversation."""
         drawer, _ = self.filing.file(
             CTX,
             wing,
@@ -135,7 +137,7 @@ class SearchPalace:
             Filing(
                 content=content,
                 tags=list(tags),
-                source={"kind": kind},
+                source={"kind": kind} if uri is None else {"kind": kind, "uri": uri},
                 valid_from=valid_from,
                 drawer_id=drawer_id,
                 keep_copy=True,
