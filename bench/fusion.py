@@ -201,6 +201,24 @@ def coverage(lexical: float = 0.5, cap: float = 1.0) -> Method:
     return fuse
 
 
+def split(
+    lexical: Callable[[Leg], dict[str, float]],
+    semantic: Callable[[Leg], dict[str, float]],
+    low: float,
+    high: float,
+) -> Method:
+    """Each leg normalised its own way, the lexical share from `low` to `high` with the lexical
+    leg's coverage (the daemon's family: `chosen` is one of it)."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+        share = low if not lex or mass <= 0 else low + (high - low) * min(1.0, lex[0][1] / mass)
+        nl, ns = lexical(lex), semantic(sem)
+        floor = min(ns.values(), default=0.0)
+        return {d: share * nl.get(d, 0.0) + (1 - share) * ns.get(d, floor) for d in {*nl, *ns}}
+
+    return fuse
+
+
 def chosen(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
     """The daemon's own fusion (`palace.search.fusion`)."""
     return {drawer: score for drawer, score, _ in fusion.fuse(lex, sem, mass)}
@@ -208,6 +226,9 @@ def chosen(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
 
 def methods() -> dict[str, Method]:
     found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen}
+    for low, high in ((0.2, 0.6), (0.2, 0.3), (0.2, 0.4), (0.3, 0.3), (0.1, 0.4)):
+        found[f"minmax + z lex{low}-{high}"] = split(_minmax, _zscore, low, high)
+        found[f"minmax + max lex{low}-{high}"] = split(_minmax, _max_norm, low, high)
     for k in (1, 5, 10, 20):
         found[f"rrf k{k}"] = rrf(k)
     for w in (0.3, 0.5, 0.7):

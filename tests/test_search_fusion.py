@@ -7,8 +7,6 @@ docs/retrieval.md, "Fusion".
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from palace.search.fusion import LEXICAL_HIGH, LEXICAL_LOW, fuse, lexical_weight
@@ -18,13 +16,11 @@ def test_the_formula_on_two_small_pools() -> None:
     lexical = [("a", 4.0), ("b", 2.0)]
     semantic = [("b", 0.9), ("c", 0.7), ("a", 0.2)]
     weight = LEXICAL_LOW + (LEXICAL_HIGH - LEXICAL_LOW) * 0.5  # BM25 4 of a mass of 8
-    mean = 0.6
-    spread = math.sqrt(((0.9 - mean) ** 2 + (0.7 - mean) ** 2 + (0.2 - mean) ** 2) / 3)
-    z = {d: (s - mean) / spread for d, s in semantic}
+    share = {d: s / 0.9 for d, s in semantic}  # of the best cosine
     expected = {
-        "a": weight * 1.0 + (1 - weight) * z["a"],
-        "b": weight * 0.0 + (1 - weight) * z["b"],
-        "c": (1 - weight) * z["c"],  # not found lexically: 0 there
+        "a": weight * 1.0 + (1 - weight) * share["a"],
+        "b": weight * 0.0 + (1 - weight) * share["b"],
+        "c": (1 - weight) * share["c"],  # not found lexically: 0 there
     }
     fused = fuse(lexical, semantic, 8.0)
     assert [d for d, _, _ in fused] == ["b", "c", "a"]

@@ -29,6 +29,7 @@ import pytest
 from palace.embeddings.repository import EmbeddingRepository
 from palace.filing import Filing
 from palace.search import indexes as indexes_module
+from palace.search.fusion import LEXICAL_LOW
 from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
 from palace.search.query import to_ns
@@ -250,9 +251,9 @@ def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(
         )
         expected = [(good["id"], pytest.approx(1.0, abs=1e-6))]
         assert ranked(palace.search_body(semantic(unit(1, 0)))) == expected
-        # One semantic hit and no lexical one: a z-score of 0, weighted by the semantic share.
+        # One semantic hit and no lexical one: all of the best cosine, at the semantic share.
         assert ranked(palace.search_body(semantic(unit(1, 0), "hybrid", text="zzz"))) == [
-            (good["id"], pytest.approx(0.0, abs=1e-9))
+            (good["id"], pytest.approx(1.0 - LEXICAL_LOW, abs=1e-6))
         ]
         other_answer = palace.search_body(
             {

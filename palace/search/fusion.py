@@ -7,24 +7,28 @@ fell below its best leg in most cells of the retrieval benchmarks (issue 26, doc
 max normalisations, and leg weights that follow how peaked each leg's scores are, this one came
 closest to its best leg with the local model (`bench/fusion.py` replays them all):
 
-- the lexical leg's BM25 is min-max normalised over its pool, the semantic leg's cosine is a
-  z-score over its pool (how far a drawer stands above the others for this query);
+- the lexical leg's BM25 is min-max normalised over its pool, the semantic leg's cosine is
+  divided by the pool's best cosine;
 - the lexical weight follows the lexical leg's *coverage*: its first hit's BM25 over the query's
   lexical mass (the sum of its terms' IDF, about what a drawer holding each term once scores).
   A drawer holding the query's rare words makes the lexical leg worth up to `LEXICAL_HIGH`; one
   sharing only common words ("what", "at") leaves it `LEXICAL_LOW`.
 
+The semantic leg was a z-score over its pool until the lexical index learned to hold a turn
+with the turn before it (`palace.search.turns`): on the conversational benchmark's turns a
+z-score's spread of 3 or more against the lexical leg's 1 left hybrid where the semantic leg
+was, the lexical leg's new finds unused (any@10 0.688 against 0.720 now, all@10 0.609 against
+0.659, the judged set alike but for one question; docs/retrieval.md, "Fusion").
+
 A drawer the lexical leg did not find gets 0 there (a pool of one, or of equal scores, is all 1);
-one the semantic leg did not find gets the pool's lowest z-score. Everything is arithmetic
+one the semantic leg did not find gets the pool's lowest share. Everything is arithmetic
 over the two pools: no store round trip.
 """
 
 from __future__ import annotations
 
-import math
-
 LEXICAL_LOW = 0.2
-LEXICAL_HIGH = 0.6
+LEXICAL_HIGH = 0.3
 
 Leg = list[tuple[str, float]]
 
@@ -34,7 +38,7 @@ def fuse(lexical: Leg, semantic: Leg, mass: float) -> list[tuple[str, float, dic
     `lexical` and `semantic` are the legs' pools, best first; `mass` is the query's lexical
     mass (`LexicalIndex.mass`)."""
     weight = lexical_weight(lexical, mass)
-    lexical_values, semantic_values = _min_max(lexical), _z_scores(semantic)
+    lexical_values, semantic_values = _min_max(lexical), _of_best(semantic)
     semantic_floor = min(semantic_values.values(), default=0.0)
     signals: dict[str, dict[str, float]] = {}
     for leg, hits in (("lexical", lexical), ("semantic", semantic)):
@@ -66,11 +70,9 @@ def _min_max(hits: Leg) -> dict[str, float]:
     return {d: (s - low) / span if span > 0 else 1.0 for d, s in hits}
 
 
-def _z_scores(hits: Leg) -> dict[str, float]:
-    """Standard scores over the pool; a pool of equal scores is all 0."""
-    if not hits:
-        return {}
-    scores = [score for _, score in hits]
-    mean = sum(scores) / len(scores)
-    spread = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-    return {d: (s - mean) / spread if spread > 0 else 0.0 for d, s in hits}
+def _of_best(hits: Leg) -> dict[str, float]:
+    """Scores as shares of the pool's best; a pool whose best is not above 0 is all 0."""
+    if not hits or hits[0][1] <= 0:
+        return {d: 0.0 for d, _ in hits}
+    best = hits[0][1]
+    return {d: s / best for d, s in hits}
