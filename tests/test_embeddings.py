@@ -430,6 +430,15 @@ def test_a_drawer_is_all_its_windows_and_a_query_its_first(minilm: local.MiniLM)
     assert float(long[0] @ long[-1]) < 0.999  # different windows, different vectors
 
 
+def test_windows_embedded_at_once_are_each_what_they_are_alone(minilm: local.MiniLM) -> None:
+    """The windows of one call are shared between the model's callers (one thread each): a
+    window's vector is the same, to the bit, whoever ran it and beside whatever."""
+    windows = [*minilm.windows(LONG), *minilm.windows("yes, the blue one"), [101, 7592, 102]]
+    together = minilm.embed_windows(windows)
+    alone = np.stack([minilm.embed_windows([window])[0] for window in windows])
+    np.testing.assert_array_equal(together, alone)
+
+
 def test_the_model_is_loaded_once_even_when_asked_from_many_threads(
     minilm: local.MiniLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
