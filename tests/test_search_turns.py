@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from palace.filing import Filing
 from palace.search.turns import Place, chunk_index, conversation, in_order, to_index
 from tests.support.clock import Clock
 from tests.support.search_palace import CTX, SearchPalace, instant
@@ -218,3 +219,36 @@ def test_a_month_in_the_query_prefers_what_was_said_that_month(palace: SearchPal
     assert lexical(palace, "landlord in January")[:1] == [said["a"]]
     # August is no drawer's month: the drawers are found by their words alone.
     assert set(lexical(palace, "landlord in August")) == set(said.values())
+
+
+def test_chunks_filed_together_are_ordered_by_their_place_in_the_document(
+    palace: SearchPalace,
+) -> None:
+    """A mined document's chunks share a uri, a validity start and (filed in one batch) an
+    instant of filing: their index in the document orders them."""
+    texts = {
+        0: "the importer reads the nightly export from the bucket",
+        1: "then it rewrites the ledger rows in one transaction",
+        2: "and finally posts a summary to the finance channel",
+    }
+    source = {"kind": "file", "uri": "file:///docs/importer.md"}
+    filed = palace.file_many(
+        [
+            (
+                "work",
+                "docs",
+                Filing(
+                    content=texts[index],
+                    source={**source, "origin": {"chunk": index}},
+                    valid_from=instant(1),
+                ),
+            )
+            for index in (2, 0, 1)  # filed out of order
+        ]
+    )
+    ids = {index: drawer["id"] for index, drawer in zip((2, 0, 1), filed, strict=True)}
+    assert {drawer["created_at"] for drawer in filed} == {filed[0]["created_at"]}
+    # Each chunk is indexed after the chunk before it in the document.
+    found = palace.ids(q="bucket", ranking="lexical", wing="work")
+    assert found == [ids[0], ids[1]]
+    assert palace.ids(q="ledger transaction", ranking="lexical", wing="work") == [ids[1], ids[2]]
