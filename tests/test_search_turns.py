@@ -11,6 +11,7 @@ import datetime as dt
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,9 @@ def palace(tmp_path: Path) -> Iterator[SearchPalace]:
     opened.close()
 
 
-def say(palace: SearchPalace, minute: int, text: str, *, uri: str = CHAT, room: str = "chats"):
+def say(
+    palace: SearchPalace, minute: int, text: str, *, uri: str = CHAT, room: str = "chats"
+) -> dict[str, Any]:
     """A turn of a conversation at `minute` past the first day."""
     return palace.file(
         "friends", room, text, valid_from=instant(1 + minute / 1440), uri=uri, kind="transcript"
