@@ -395,5 +395,6 @@ class HierarchyService:
         return self._repository.existing_drawer_ids(ids)
 
     def drawer_total(self) -> int:
-        """How many drawers the palace holds, read from the wings' tallies."""
+        """How many drawers the palace holds: the wings' tallies summed on an embedded palace,
+        the drawers counted on a remote one (`HierarchyRepository`)."""
         return self._repository.drawer_total()

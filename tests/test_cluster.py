@@ -15,8 +15,6 @@ from typing import Any
 import httpx
 import pytest
 
-from kernel.config import load_config
-from kernel.store import Store
 from tests.support.daemon import Daemon
 from tests.support.events import EventStream, Frame
 from tests.support.redis_server import redis_server
@@ -101,21 +99,22 @@ def early_demo_on(client: httpx.Client, worker: Worker) -> str | None:
     return None
 
 
-def filed_contents(daemon: Daemon) -> list[str]:
-    """What the room holds, read from the store itself. A room's listing pages by the count an
-    aggregate view keeps, which the loopback server's engine keeps a little low under several
-    writers (docs/benchmarks.md, "Crash safety"), so it can stop short of the room's end."""
-    store = Store.from_config(load_config(env=daemon.env))
-    store.open()
-    try:
-        return store.query(
-            "LET $w = (SELECT VALUE meta::id(id) FROM wing WHERE name = $wing)[0];"
-            "LET $r = (SELECT VALUE meta::id(id) FROM room WHERE wing = $w AND name = $room)[0];"
-            "SELECT VALUE content FROM drawer WHERE room = $r;",
-            {"wing": WING, "room": ROOM},
-        )[-1]
-    finally:
-        store.close()
+def filed_contents(client: httpx.Client) -> list[str]:
+    """What the room holds, paged through its listing to the end by its `total`, as a client
+    does. Its counts are counted on a remote palace, not read from the aggregate views, which
+    the engine keeps a little low under several writers (docs/benchmarks.md, "Crash safety")."""
+    contents: list[str] = []
+    offset = 0
+    while True:
+        answer = client.get(
+            f"/api/wings/{WING}/rooms/{ROOM}/drawers", params={"limit": 200, "offset": offset}
+        )
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        contents += [drawer["preview"] for drawer in page["drawers"]]
+        offset += page["limit"]
+        if offset >= page["total"]:
+            return contents
 
 
 def hits(client: httpx.Client, word: str) -> list[tuple[str, str]]:
@@ -172,7 +171,7 @@ def test_two_daemons_and_two_workers_share_jobs_events_and_search(
             taken_over = clients[1].get(f"/api/jobs/{killed_during}").json()
             assert taken_over["status"] == "completed"
             assert taken_over["recovery_attempts"] == 1, taken_over
-            contents = filed_contents(daemons[0])
+            contents = filed_contents(clients[0])
             expected = [
                 f"note {item_word(j, n)}"
                 for j in range(JOBS)
