@@ -15,7 +15,10 @@ from tests.support.palace_services import Palace, build
 
 
 class UntouchableStore:
-    """A store that fails the test if anything reaches it."""
+    """A store that fails the test if a query reaches it."""
+
+    # Which engine the palace runs on is configuration, read once when the repositories are built.
+    mode = "embedded"
 
     def one(self, *args: object, **kwargs: object) -> None:
         raise AssertionError("the store was touched before the mode gate")
