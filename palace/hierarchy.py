@@ -390,6 +390,10 @@ class HierarchyService:
         (deleted since their id was read) are absent."""
         return self._repository.drawers_by_ids(ids)
 
+    def drawer_named(self, wing: str, room: str, name: str) -> dict[str, Any] | None:
+        """The current drawer holding `name` in `wing/room` (all three by name), or None."""
+        return self._repository.drawer_at(wing, room, name)
+
     def existing_drawer_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` are stored drawers: how a replayed job finds what it already filed."""
         return self._repository.existing_drawer_ids(ids)

@@ -27,7 +27,7 @@ from jobs.states import Priority
 from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid
-from palace.filing import Filing
+from palace.filing import Filed, Filing
 from palace.hierarchy import WingNotFound
 from palace.names import PathInvalid, check_drawer_name, check_wing_name
 from palace.revisions import DrawerSuperseded
@@ -332,6 +332,10 @@ class Pipeline:
                 if drawer.get("superseded_by") == new_id:
                     document.drawers[index] = new_id  # done before a crash
                     continue
+                drawer = self._latest_own(drawer, document, index)
+                if drawer.get("valid_to") is None and drawer["content"] == document.chunks[index]:
+                    document.drawers[index] = drawer["id"]
+                    continue
                 try:
                     revision = self.revisions.revise(
                         self.ctx, drawer, self._filing(document, index, named=False)
@@ -382,7 +386,8 @@ class Pipeline:
             ):
                 held = filed.error is not None or not filed.created
                 if named and held:
-                    retry.append((document, index, False))
+                    if not self._take_over(document, index, filed, state):
+                        retry.append((document, index, False))
                     continue
                 if filed.error is not None:
                     raise filed.error
@@ -392,6 +397,57 @@ class Pipeline:
                     state["created"] += 1
                     state["similar"] += filed.similar
             attempts = retry
+
+    def _latest_own(self, drawer: dict[str, Any], document: Document, index: int) -> dict[str, Any]:
+        """The current version of a recorded chunk's drawer: a run that superseded it and ended
+        before it recorded the document (a crash between the two) left the replacement, which
+        is this chunk's drawer now, and may have been superseded in turn the same way."""
+        seen = {drawer["id"]}
+        while drawer.get("valid_to") is not None and drawer.get("superseded_by") not in seen:
+            following = self.hierarchy.drawers_by_ids([drawer["superseded_by"]])
+            successor = following.get(drawer["superseded_by"])
+            if successor is None or not self._mined_from(successor, document, index):
+                break
+            seen.add(successor["id"])
+            drawer = successor
+        return drawer
+
+    def _take_over(
+        self, document: Document, index: int, filed: Filed, state: dict[str, Any]
+    ) -> bool:
+        """Whether the drawer holding the chunk's name was mined from this very document by a
+        run that ended before it recorded the document: it is then the document's drawer, kept
+        if its text is the chunk's and superseded if not. A name held by anything else (another
+        source's copy of the file, a drawer filed by hand) leaves the chunk to be filed
+        unnamed."""
+        name = self._filing(document, index, named=True).name
+        room = document.canonical.room or self.room
+        holder = filed.drawer if filed.error is None else None
+        if holder is None and name is not None:
+            holder = self.hierarchy.drawer_named(self.wing, room, name)
+        if holder is None or not self._mined_from(holder, document, index):
+            return False
+        if holder["content"] == document.chunks[index]:
+            document.drawers[index] = holder["id"]
+            return True
+        try:
+            revision = self.revisions.revise(
+                self.ctx, holder, self._filing(document, index, named=False)
+            )
+        except DrawerSuperseded:
+            return False
+        document.drawers[index] = revision.replacement["id"]
+        state["superseded"] += 1
+        state["similar"] += revision.similar
+        return True
+
+    def _mined_from(self, drawer: Mapping[str, Any], document: Document, index: int) -> bool:
+        origin = (drawer.get("source") or {}).get("origin") or {}
+        return (
+            origin.get("source_id") == self.source_id
+            and origin.get("document") == document.raw.external_id
+            and origin.get("chunk") == index
+        )
 
     def _filing(self, document: Document, index: int, named: bool) -> Filing:
         canonical = document.canonical

@@ -1,0 +1,130 @@
+"""A mine interrupted between filing a batch and recording it, in process: the drawers it
+filed are this document's, and whichever run mines the document next (the interrupted job
+resumed, or another job of the same place) takes them over instead of filing beside them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobs.run import JobRun
+from kernel.context import RequestContext
+from memcastle_project.composition import Services
+from sources import mining
+
+WING = "notes"
+
+
+class Killed(Exception):
+    """Stands for the process dying after the batch's drawers were filed."""
+
+
+def mine(services: Services, job_id: str, root: Path, *, attempt: int = 1) -> dict[str, Any]:
+    saved: dict[str, Any] = {}
+
+    def save(checkpoint: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:
+        saved.update(checkpoint)
+        return {}
+
+    row = {
+        "id": job_id,
+        "kind": {"type": "mine", "path": str(root), "wing": WING},
+        "attempt": attempt,
+    }
+    return mining.run(JobRun(row, services, save, lambda run, result: None))  # type: ignore[arg-type]
+
+
+def killed_before_recording(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    def die(*args: object) -> None:
+        raise Killed()
+
+    monkeypatch.setattr(services.sources, "record_documents", die)
+
+
+def named(services: Services, name: str) -> dict[str, Any]:
+    return services.hierarchy.show_drawer(RequestContext.build(), WING, "files", name)
+
+
+def current_texts(services: Services) -> list[str]:
+    """The texts of the room's drawers valid now (a listing shows the closed ones too)."""
+    listed = services.hierarchy.list_drawers(RequestContext.build(), WING, "files", limit=100)
+    return sorted(d["preview"] for d in listed["drawers"] if d["valid_to"] is None)
+
+
+@pytest.mark.parametrize("next_job", ["the interrupted job resumed", "another job"])
+def test_a_document_changed_after_an_interrupted_mine_is_its_named_drawer(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, next_job: str
+) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.md").write_text("first text\n")
+    with monkeypatch.context() as patched:
+        killed_before_recording(services, patched)
+        with pytest.raises(Killed):
+            mine(services, "job-a", root)
+    (root / "a.md").write_text("second text\n")
+
+    if next_job == "another job":
+        mine(services, "job-b", root)
+    else:
+        mine(services, "job-a", root, attempt=2)
+
+    assert named(services, "a.md")["content"] == "second text\n"
+    assert current_texts(services) == ["second text\n"]
+
+    (root / "a.md").write_text("third text\n")
+    mine(services, "job-c", root)
+    assert named(services, "a.md")["content"] == "third text\n"
+    assert current_texts(services) == ["third text\n"]
+
+
+def test_a_document_unchanged_after_an_interrupted_mine_keeps_the_drawer_filed(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.md").write_text("the same text\n")
+    with monkeypatch.context() as patched:
+        killed_before_recording(services, patched)
+        with pytest.raises(Killed):
+            mine(services, "job-a", root)
+    filed = named(services, "a.md")
+
+    result = mine(services, "job-b", root)
+
+    assert result["created"] == 0
+    assert named(services, "a.md")["id"] == filed["id"]
+    assert current_texts(services) == ["the same text\n"]
+
+
+@pytest.mark.parametrize("then", ["changed again", "unchanged"])
+def test_a_supersession_left_unrecorded_is_followed_by_the_next_run(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.md").write_text("first text\n")
+    mine(services, "job-a", root)
+    (root / "a.md").write_text("second text\n")
+    with monkeypatch.context() as patched:
+        killed_before_recording(services, patched)
+        with pytest.raises(Killed):
+            mine(services, "job-b", root)
+    left = named(services, "a.md")
+    assert left["content"] == "second text\n"
+    if then == "changed again":
+        (root / "a.md").write_text("third text\n")
+
+    result = mine(services, "job-c", root)
+
+    expected = "third text\n" if then == "changed again" else "second text\n"
+    assert named(services, "a.md")["content"] == expected
+    assert current_texts(services) == [expected]
+    assert result["created"] == 0
+    assert result["superseded"] == (then == "changed again")
+    history = services.revisions.history(RequestContext.build(), named(services, "a.md")["id"])
+    assert [v["content"] for v in history["versions"]] == (
+        ["first text\n", "second text\n", "third text\n"][: 3 if then == "changed again" else 2]
+    )
