@@ -1,9 +1,10 @@
 """The built-in `directory` source: one document per text file under a directory.
 
 Files are found in order of modification time, then relative path, and the cursor is the last
-(mtime, path) mined, so mining again reads only what changed since. Symbolic links are never
-followed, the usual build, cache and hidden directories are not entered, and empty, oversized,
-binary and non-UTF-8 files are skipped.
+(mtime, path) mined, so mining again reads only what changed since. A file modified moments
+before the run looked does not move the cursor: the next run reads it again. Symbolic links are
+never followed, the usual build, cache and hidden directories are not entered, and empty,
+oversized, binary and non-UTF-8 files are skipped.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import datetime as dt
 import hashlib
 import os
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,12 @@ from sources.adapters import (
     RawDocument,
     SourceRef,
 )
+
+# A file modified less than this before a run looks may have been written after it looked. A
+# filesystem that keeps coarse modification times (whole seconds, two on FAT, the kernel's tick on
+# older Linux) gives a file written just after the run looked the same time as one it saw, and
+# a cursor past that time would never find the later write (git's "racy" files).
+SETTLING_NS = 2_000_000_000
 
 SKIPPED_DIRECTORIES = frozenset(
     {".git", "target", "node_modules", ".venv", "venv", "dist", "build", ".cache"}
@@ -76,8 +84,9 @@ class DirectoryAdapter:
         ),
     )
 
-    def __init__(self, *, max_file_bytes: int) -> None:
+    def __init__(self, *, max_file_bytes: int, clock_ns: Callable[[], int] = time.time_ns) -> None:
         self.max_file_bytes = max_file_bytes
+        self.clock_ns = clock_ns
 
     def identify(self, locator: str | None, options: Mapping[str, str]) -> SourceRef:
         if not locator:
@@ -104,6 +113,7 @@ class DirectoryAdapter:
 
     def discover(self, source: SourceRef, cursor: Any, limit: int) -> Discovery:
         after = _cursor_key(cursor)
+        settled_before = self.clock_ns() - SETTLING_NS
         since = source.options.get("since")
         since_ns = _nanoseconds(parse_since(since)) if since else None
         found = []
@@ -114,14 +124,16 @@ class DirectoryAdapter:
                 continue
             found.append((mtime_ns, relative))
         found.sort()
-        candidates = [
-            Candidate(
-                external_id=relative,
-                cursor_after={"mtime_ns": mtime_ns, "key": relative},
-                handle=relative,
+        candidates = []
+        # Files are in time order: once one is too recent to have settled, so are the rest, and
+        # the cursor stays where the last settled one put it.
+        settled = cursor
+        for mtime_ns, relative in found[:limit]:
+            if mtime_ns < settled_before:
+                settled = {"mtime_ns": mtime_ns, "key": relative}
+            candidates.append(
+                Candidate(external_id=relative, cursor_after=settled, handle=relative)
             )
-            for mtime_ns, relative in found[:limit]
-        ]
         return Discovery(candidates=candidates, exhausted=len(found) <= limit)
 
     def read(self, source: SourceRef, candidate: Candidate) -> RawDocument | None:

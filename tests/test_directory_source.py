@@ -19,7 +19,7 @@ import pytest
 
 from kernel.errors import InputInvalid
 from sources.adapters import Candidate, CursorInvalid, RawDocument, check_options, describe
-from sources.directory import SKIPPED_DIRECTORIES, DirectoryAdapter, parse_since
+from sources.directory import SETTLING_NS, SKIPPED_DIRECTORIES, DirectoryAdapter, parse_since
 from tests.support.files import BASE_NS, SECOND, write
 
 MAX = 1000
@@ -234,6 +234,32 @@ def test_files_are_found_by_modification_time_then_path(
             "sub/deeper/newest.txt",
             {"mtime_ns": BASE_NS + 3 * SECOND, "key": "sub/deeper/newest.txt"},
         ),
+    ]
+
+
+def test_files_modified_moments_before_the_look_leave_the_cursor_before_them(
+    tmp_path: Path,
+) -> None:
+    looked_at = BASE_NS + 10 * SECOND
+    adapter = DirectoryAdapter(max_file_bytes=MAX, clock_ns=lambda: looked_at)
+    write(tmp_path, "old.txt", mtime_ns=looked_at - SETTLING_NS - 1)
+    write(tmp_path, "b.txt", mtime_ns=looked_at - SETTLING_NS)
+    write(tmp_path, "a.txt", mtime_ns=looked_at + SECOND)
+    ref = adapter.identify(str(tmp_path), {})
+    settled = {"mtime_ns": looked_at - SETTLING_NS - 1, "key": "old.txt"}
+
+    discovery = adapter.discover(ref, None, 100)
+
+    # Every file is found; the cursor after each recent one is the last settled file's.
+    assert [(c.external_id, c.cursor_after) for c in discovery.candidates] == [
+        ("old.txt", settled),
+        ("b.txt", settled),
+        ("a.txt", settled),
+    ]
+    # With nothing settled, the cursor stays where it was.
+    assert [c.cursor_after for c in adapter.discover(ref, settled, 100).candidates] == [
+        settled,
+        settled,
     ]
 
 

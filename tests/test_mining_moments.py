@@ -1,9 +1,13 @@
-"""A mine interrupted between filing a batch and recording it, in process: the drawers it
-filed are this document's, and whichever run mines the document next (the interrupted job
-resumed, or another job of the same place) takes them over instead of filing beside them."""
+"""Mines that end or look at awkward moments, in process. A mine interrupted between filing a
+batch and recording it: the drawers it filed are the document's, and whichever run mines the
+document next (the interrupted job resumed, or another job of the same place) takes them over
+instead of filing beside them. A file rewritten moments after a run looked: the next run
+finds it even when the filesystem gave it the time of a file that run saw."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +132,25 @@ def test_a_supersession_left_unrecorded_is_followed_by_the_next_run(
     assert [v["content"] for v in history["versions"]] == (
         ["first text\n", "second text\n", "third text\n"][: 3 if then == "changed again" else 2]
     )
+
+
+def test_a_file_rewritten_within_the_time_of_one_it_was_mined_with_is_mined_again(
+    services: Services, tmp_path: Path
+) -> None:
+    """A filesystem whose clock is coarse gives a file written just after a run looked the
+    modification time of one it saw: here both are given the same time, ahead of now."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    tick = time.time_ns() + 60 * 1_000_000_000
+    (root / "a.md").write_text("first text\n")
+    (root / "b.md").write_text("other file\n")
+    for name in ("a.md", "b.md"):
+        os.utime(root / name, ns=(tick, tick))
+    mine(services, "job-a", root)
+
+    (root / "a.md").write_text("second text\n")
+    os.utime(root / "a.md", ns=(tick, tick))
+    result = mine(services, "job-b", root)
+
+    assert (result["superseded"], result["unchanged"]) == (1, 1)
+    assert named(services, "a.md")["content"] == "second text\n"
