@@ -24,8 +24,7 @@ from kernel.store import Store
 from palace.filing import Filing
 from tests.support import palace_services
 from tests.support.daemon import Daemon
-from tests.support.surreal_server import RemoteSurreal, remote_surreal
-from tests.test_remote_store import remote_daemon
+from tests.support.surreal_server import RemoteSurreal, remote_daemon, remote_surreal
 
 pytestmark = pytest.mark.slow
 

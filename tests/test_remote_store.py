@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-import tomlkit
 from surrealdb.data.cbor import decode as cbor_decode
 from surrealdb.data.cbor import encode as cbor_encode
 from websockets.exceptions import InvalidStatus
@@ -28,7 +27,7 @@ from kernel.config import load_config
 from kernel.errors import StoreFailed
 from kernel.store import Store, bundled_migrations
 from tests.support.daemon import Daemon
-from tests.support.surreal_server import RemoteSurreal, remote_surreal
+from tests.support.surreal_server import RemoteSurreal, remote_config, remote_daemon, remote_surreal
 
 DAEMON_EXIT_TIMEOUT = 30.0
 # A server started with credentials refuses anonymous queries, as `surreal start --user` does.
@@ -66,19 +65,6 @@ def open_store(stores: list[Store], url: str, **options: str) -> Store:
     store.open()
     stores.append(store)
     return store
-
-
-def write_config(root: Path, url: str, **store: str) -> Path:
-    """A config file selecting the remote store: store.* settings are read from files only."""
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / "memcastle.toml"
-    path.write_text(tomlkit.dumps({"store": {"mode": "remote", "url": url, **store}}))
-    return path
-
-
-def remote_daemon(root: Path, url: str, **store: str) -> Daemon:
-    """A daemon (own palace dir, state dir and port) whose store is the server at `url`."""
-    return Daemon(root, env={"MEMCASTLE_CONFIG": str(write_config(root, url, **store))})
 
 
 @pytest.fixture
@@ -229,7 +215,7 @@ def test_a_store_signs_in_with_its_credentials(
 ) -> None:
     config = load_config(
         config_file=str(
-            write_config(
+            remote_config(
                 tmp_path / "config",
                 remote_with_auth.url,
                 username=ROOT_USER,

@@ -13,7 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.daemon import REPO
+import tomlkit
+
+from tests.support.daemon import REPO, Daemon
 from tests.support.waits import wait_for
 
 SERVER_START_TIMEOUT = 30.0
@@ -93,3 +95,16 @@ def remote_surreal(root: Path, *args: str) -> Iterator[RemoteSurreal]:
         yield RemoteSurreal(process, _read_port(process, log_path), log_path)
     finally:
         _stop(process)
+
+
+def remote_config(root: Path, url: str, **store: str) -> Path:
+    """A config file selecting the remote store: store.* settings are read from files only."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "memcastle.toml"
+    path.write_text(tomlkit.dumps({"store": {"mode": "remote", "url": url, **store}}))
+    return path
+
+
+def remote_daemon(root: Path, url: str, **store: str) -> Daemon:
+    """A daemon (own palace dir, state dir and port) whose store is the server at `url`."""
+    return Daemon(root, env={"MEMCASTLE_CONFIG": str(remote_config(root, url, **store))})
