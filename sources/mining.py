@@ -420,10 +420,10 @@ class Pipeline:
         if its text is the chunk's and superseded if not. A name held by anything else (another
         source's copy of the file, a drawer filed by hand) leaves the chunk to be filed
         unnamed."""
-        name = self._filing(document, index, named=True).name
-        room = document.canonical.room or self.room
         holder = filed.drawer if filed.error is None else None
+        name = _drawer_name(document.canonical.name)
         if holder is None and name is not None:
+            room = document.canonical.room or self.room
             holder = self.hierarchy.drawer_named(self.wing, room, name)
         if holder is None or not self._mined_from(holder, document, index):
             return False
