@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -76,6 +79,48 @@ def test_a_closed_palace_opens_again_with_its_data(tmp_path: Path) -> None:
         assert again.migration_state().pending == 0
     finally:
         again.close()
+
+
+# A writer that reports each committed write, then is killed with SIGKILL by the test.
+KILLED_WRITER = """
+import sys
+from kernel.store import Store
+store = Store(sys.argv[1])
+store.open()
+for n in range(int(sys.argv[2])):
+    store.one("CREATE ONLY type::record('item', $n) CONTENT {pad: $pad} RETURN NONE",
+              {"n": n, "pad": "x" * 20000})
+print("written", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_opening_a_killed_palace_writes_its_log_out(tmp_path: Path) -> None:
+    """The engine recovers a killed process's writes from its write-ahead log, and can lose a
+    later process's when it is killed in turn while that log is large (kernel/store.py): so
+    opening writes the recovered log out, and the log starts empty."""
+    db = tmp_path / "db"
+    url = f"surrealkv://{db}?sync=every"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, url, "500"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None
+    assert writer.stdout.readline().strip() == "written"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    logged = sum(f.stat().st_size for f in (db / "wal").iterdir())
+    assert logged > 10_000_000, "the killed writer's writes are not in its log"
+
+    store = Store(url, palace_path=tmp_path)
+    store.open()
+    try:
+        assert store.one("SELECT count() FROM item GROUP ALL") == [{"count": 500}]
+        assert sum(f.stat().st_size for f in (db / "wal").iterdir()) < 1_000_000
+    finally:
+        store.close()
 
 
 def test_the_engine_still_misorders_whole_seconds_in_index_scans(store: Store) -> None:
