@@ -127,6 +127,7 @@ class Report:
     lost_drawers: int = 0
     lost_supersedes: int = 0
     stored_twice: int = 0
+    jobs_lost: int = 0
     jobs_not_terminal: int = 0
     jobs_incomplete: int = 0
     jobs_failed: int = 0
@@ -142,6 +143,7 @@ class Report:
             + self.lost_drawers
             + self.lost_supersedes
             + self.stored_twice
+            + self.jobs_lost
             + self.jobs_not_terminal
             + self.jobs_incomplete
             + self.index_gap
@@ -341,11 +343,18 @@ def check(
     if worker is not None and not running(worker):
         worker.start()
     with httpx.Client(base_url=daemon.base_url, timeout=120) as http:
-        for job_id in acked.jobs:
-            # A kill between a writer's pause and its resume leaves the job paused, as asked.
-            if http.get(f"/api/jobs/{job_id}").json()["status"] == "paused":
-                http.post(f"/api/jobs/{job_id}/resume")
+        known = []
         for job_id in [*acked.jobs, *acked.mines]:
+            answer = http.get(f"/api/jobs/{job_id}")
+            if answer.status_code == 404:
+                report.jobs_lost += 1
+                print(f"  job {job_id}: acknowledged, not found", flush=True)
+                continue
+            known.append(job_id)
+            # A kill between a writer's pause and its resume leaves the job paused, as asked.
+            if answer.json()["status"] == "paused":
+                http.post(f"/api/jobs/{job_id}/resume")
+        for job_id in known:
             job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
             if job["status"] == "failed":
                 report.jobs_failed += 1
@@ -520,7 +529,8 @@ def main() -> int:
     print(f"  lost drawers {report.lost_drawers}, lost supersedes {report.lost_supersedes}")
     print(f"  items stored twice {report.stored_twice}")
     print(
-        f"  jobs left non-terminal {report.jobs_not_terminal}, acknowledged jobs with items "
+        f"  jobs lost {report.jobs_lost}, left non-terminal {report.jobs_not_terminal}, "
+        "acknowledged jobs with items "
         f"missing {report.jobs_incomplete} (failed {report.jobs_failed})"
     )
     print(

@@ -37,7 +37,7 @@ def assert_nothing_lost(report: Report) -> None:
     assert report.restarts_failed == 0
     assert (report.lost_drawers, report.lost_supersedes) == (0, 0)
     assert report.stored_twice == 0
-    assert (report.jobs_not_terminal, report.jobs_incomplete) == (0, 0)
+    assert (report.jobs_lost, report.jobs_not_terminal, report.jobs_incomplete) == (0, 0, 0)
     assert report.index_gap == 0
     assert report.mines > 0
     assert report.documents_behind == 0
