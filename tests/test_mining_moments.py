@@ -25,26 +25,36 @@ class Killed(Exception):
     """Stands for the process dying after the batch's drawers were filed."""
 
 
+def a_tree(tmp_path: Path, text: str) -> Path:
+    """A directory of one file, `a.md`."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.md").write_text(text)
+    return root
+
+
 def mine(services: Services, job_id: str, root: Path, *, attempt: int = 1) -> dict[str, Any]:
-    saved: dict[str, Any] = {}
-
-    def save(checkpoint: dict[str, Any], progress: dict[str, Any]) -> dict[str, Any]:
-        saved.update(checkpoint)
-        return {}
-
     row = {
         "id": job_id,
         "kind": {"type": "mine", "path": str(root), "wing": WING},
         "attempt": attempt,
     }
-    return mining.run(JobRun(row, services, save, lambda run, result: None))  # type: ignore[arg-type]
+    run = JobRun(row, services, lambda checkpoint, progress: {}, lambda run, result: None)
+    return mining.run(run)  # type: ignore[arg-type]
 
 
-def killed_before_recording(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+def mine_killed_before_recording(
+    services: Services, monkeypatch: pytest.MonkeyPatch, job_id: str, root: Path
+) -> None:
+    """A mine that dies after filing its batch's drawers, before recording the documents."""
+
     def die(*args: object) -> None:
         raise Killed()
 
-    monkeypatch.setattr(services.sources, "record_documents", die)
+    with monkeypatch.context() as patched:
+        patched.setattr(services.sources, "record_documents", die)
+        with pytest.raises(Killed):
+            mine(services, job_id, root)
 
 
 def named(services: Services, name: str) -> dict[str, Any]:
@@ -61,13 +71,8 @@ def current_texts(services: Services) -> list[str]:
 def test_a_document_changed_after_an_interrupted_mine_is_its_named_drawer(
     services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, next_job: str
 ) -> None:
-    root = tmp_path / "tree"
-    root.mkdir()
-    (root / "a.md").write_text("first text\n")
-    with monkeypatch.context() as patched:
-        killed_before_recording(services, patched)
-        with pytest.raises(Killed):
-            mine(services, "job-a", root)
+    root = a_tree(tmp_path, "first text\n")
+    mine_killed_before_recording(services, monkeypatch, "job-a", root)
     (root / "a.md").write_text("second text\n")
 
     if next_job == "another job":
@@ -87,13 +92,8 @@ def test_a_document_changed_after_an_interrupted_mine_is_its_named_drawer(
 def test_a_document_unchanged_after_an_interrupted_mine_keeps_the_drawer_filed(
     services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "tree"
-    root.mkdir()
-    (root / "a.md").write_text("the same text\n")
-    with monkeypatch.context() as patched:
-        killed_before_recording(services, patched)
-        with pytest.raises(Killed):
-            mine(services, "job-a", root)
+    root = a_tree(tmp_path, "the same text\n")
+    mine_killed_before_recording(services, monkeypatch, "job-a", root)
     filed = named(services, "a.md")
 
     result = mine(services, "job-b", root)
@@ -107,15 +107,10 @@ def test_a_document_unchanged_after_an_interrupted_mine_keeps_the_drawer_filed(
 def test_a_supersession_left_unrecorded_is_followed_by_the_next_run(
     services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: str
 ) -> None:
-    root = tmp_path / "tree"
-    root.mkdir()
-    (root / "a.md").write_text("first text\n")
+    root = a_tree(tmp_path, "first text\n")
     mine(services, "job-a", root)
     (root / "a.md").write_text("second text\n")
-    with monkeypatch.context() as patched:
-        killed_before_recording(services, patched)
-        with pytest.raises(Killed):
-            mine(services, "job-b", root)
+    mine_killed_before_recording(services, monkeypatch, "job-b", root)
     left = named(services, "a.md")
     assert left["content"] == "second text\n"
     if then == "changed again":
