@@ -190,10 +190,10 @@ class Store:
         if self.url.startswith("surrealkv://"):
             # Closed once and opened again, so that what the engine recovered from its
             # write-ahead log is written out and the log starts empty. The engine (3.2.4) can
-            # lose every write of one process killed while the log it recovered at open was
-            # large: a writer killed at random moments lost 1,602 acknowledged writes in 60
-            # rounds once the log passed about 550 MB, and the crash benchmark lost one
-            # daemon's writes (docs/benchmarks.md "Crash safety"). Closing writes the log out.
+            # lose every write of a process killed while the log it recovered at open is still
+            # pending: a writer killed at random moments lost all 1,602 writes of one of its
+            # runs (its log 560 MB, never written out), and the crash benchmark one daemon's
+            # writes in each of two runs (docs/benchmarks.md "Crash safety").
             db.close()
             db = self._connect()
         self._db = db
