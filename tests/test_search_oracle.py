@@ -62,6 +62,9 @@ K1 = np.float32(1.2)
 B = np.float32(0.75)
 SEMANTIC_TOLERANCE = 1e-5
 LEXICAL_TOLERANCE = 1e-4  # relative; float32 sums in another order
+# On indexes that followed every write, superseded versions linger in the statistics until a
+# merge and move a score by a few percent: hits the oracle scores this far apart keep its order.
+CLEARLY_APART = 1.1
 # Two different scores closer than this may be ordered either way by float32 arithmetic.
 SEMANTIC_NOISE = 5e-7
 LEXICAL_NOISE = 1e-5  # relative
@@ -713,10 +716,13 @@ def test_lexical_sets_and_order_on_the_indexes_that_followed_every_write(world: 
             first, second = expected[0][1], expected[1][1]
             if first > second * 1.1:
                 assert got[0] == expected[0][0], what
+        # Two hits the oracle scores clearly apart come in the oracle's order; near ties may
+        # swap, as lingering statistics move scores by a few percent.
+        for earlier, later in itertools.combinations(got, 2):
+            assert oracle[earlier] * CLEARLY_APART >= oracle[later], what
         if len(got) >= 5:
             correlations.append(spearman([oracle[i] for i in got], [s for _, s in hits(answer)]))
-    assert correlations and min(correlations) > 0.8, sorted(correlations)[:5]
-    assert float(np.mean(correlations)) > 0.97
+    assert correlations and float(np.mean(correlations)) > 0.97, sorted(correlations)[:5]
 
 
 def test_hybrid_matches_the_oracle_exactly_on_rebuilt_indexes(world: World) -> None:
