@@ -7,8 +7,11 @@ Run from the repository root: `.venv/bin/python bench/chaos.py` (`--rounds 100`,
 
 One embedded palace for every round. A share of the rounds (`--startup-kills`, 0.2) kills the
 daemon while it starts, at a random moment of its first `--max-startup-kill` seconds (2);
-another share (`--migration-kills`, 0.1) starts a new palace, kills it at such a moment (while
-its schema migrations are applied) and checks that it starts again fully migrated; another
+another share (`--migration-kills`, 0.1) starts a new palace (a new database on the same server
+with `--remote`), kills it while its schema migrations are applied (within
+`--max-migration-kill`, 0.02 s, of its log saying the first is being applied) and checks that it
+starts again fully migrated; the report says how many of those kills landed before the last
+migration was recorded; another
 (`--claim-kills`, 0.1) submits a job and kills the daemon within 10 ms, while the job is being
 claimed. Any other round starts the daemon (`memcastle serve`), and
 `--writers` client threads send, back to back: drawers filed directly (`POST .../drawers`, each
@@ -120,6 +123,7 @@ class Report:
     rounds: int = 0
     startup_kills: int = 0
     migration_kills: int = 0
+    kills_mid_migration: int = 0
     claim_kills: int = 0
     worker_kills: int = 0
     restarts_failed: int = 0
@@ -233,6 +237,7 @@ def tree_changer(
 def run_round(
     daemon: Daemon,
     worker: Worker | None,
+    palaces: Palaces,
     tree: Tree,
     rng: random.Random,
     args: argparse.Namespace,
@@ -248,8 +253,8 @@ def run_round(
         daemon.kill()
         report.startup_kills += 1
         return
-    if worker is None and draw < args.startup_kills + args.migration_kills:
-        kill_while_migrating(daemon.root / f"fresh-{report.rounds}", rng, args, report)
+    if draw < args.startup_kills + args.migration_kills:
+        kill_while_migrating(palaces.fresh(f"fresh_{report.rounds}"), rng, args, report)
         return
     started = time.perf_counter()
     try:
@@ -306,17 +311,50 @@ def run_round(
         thread.join(timeout=60)
 
 
+class Palaces:
+    """Where the rounds' new palaces are made: a directory each, or with `--remote` a database
+    each on the rounds' SurrealDB server."""
+
+    def __init__(self, root: Path, remote: tuple[str, str] | None = None) -> None:
+        self.root = root
+        self.remote = remote
+
+    def fresh(self, name: str) -> Daemon:
+        root = self.root / name
+        root.mkdir(parents=True)
+        if self.remote is None:
+            return Daemon(root)
+        store_url, broker_url = self.remote
+        config = write_config(root / "config", store_url, broker_url, database=name)
+        return Daemon(root, env={"MEMCASTLE_CONFIG": str(config)})
+
+
 def kill_while_migrating(
-    root: Path, rng: random.Random, args: argparse.Namespace, report: Report
+    fresh: Daemon, rng: random.Random, args: argparse.Namespace, report: Report
 ) -> None:
     """A new palace killed while its schema migrations are applied, then started again: it
-    must start with every migration applied (the rounds' own palace migrated once, long ago)."""
-    root.mkdir()
-    fresh = Daemon(root)
+    must start with every migration applied (the rounds' own palace migrated once, long ago).
+
+    The kill follows the log's first "applying schema migration" line: the eleven migrations
+    take about 120 ms of a three-second start on an embedded palace and 20 ms on a remote one,
+    so a kill at a random moment of the start would seldom land in them. Whether it landed
+    before the last one was recorded is read from the log as the kill left it."""
     fresh.start(wait=False)
-    time.sleep(rng.uniform(0.0, args.max_startup_kill))
-    fresh.kill()
+    assert fresh.process is not None
+    process = fresh.process
+    try:
+        wait_for(
+            lambda: "applying schema migration" in fresh.log() or process.poll() is not None,
+            timeout=60,
+            what="the new palace to migrate",
+            interval=0.002,
+        )
+        time.sleep(rng.uniform(0.0, args.max_migration_kill))
+    finally:
+        fresh.kill()
     report.migration_kills += 1
+    if "schema at migration" not in fresh.log():
+        report.kills_mid_migration += 1
     try:
         fresh.start()
         with fresh.client() as http:
@@ -449,16 +487,19 @@ def chaos(root: Path, args: argparse.Namespace) -> Report:
     """Run the rounds on one palace under `root` and check it; the figures."""
     with contextlib.ExitStack() as servers:
         if not args.remote:
-            return rounds(Daemon(root), None, args)
+            return rounds(Daemon(root), None, Palaces(root / "fresh"), args)
         store = servers.enter_context(remote_surreal(root / "surreal"))
         broker = servers.enter_context(redis_server(root / "redis"))
         config = write_config(root / "config", store.url, broker)
         (root / "daemon").mkdir()
         daemon = Daemon(root / "daemon", env={"MEMCASTLE_CONFIG": str(config)})
-        return rounds(daemon, Worker(root / "worker", config), args)
+        palaces = Palaces(root / "fresh", remote=(store.url, broker))
+        return rounds(daemon, Worker(root / "worker", config), palaces, args)
 
 
-def rounds(daemon: Daemon, worker: Worker | None, args: argparse.Namespace) -> Report:
+def rounds(
+    daemon: Daemon, worker: Worker | None, palaces: Palaces, args: argparse.Namespace
+) -> Report:
     rng = random.Random(args.seed)
     tree = Tree(daemon.root / "tree")
     acked = Acknowledged()
@@ -466,7 +507,7 @@ def rounds(daemon: Daemon, worker: Worker | None, args: argparse.Namespace) -> R
     try:
         for number in range(args.rounds):
             report.rounds = number + 1
-            run_round(daemon, worker, tree, rng, args, acked, report)
+            run_round(daemon, worker, palaces, tree, rng, args, acked, report)
             if args.verbose:
                 print(
                     f"  round {number + 1}: {len(acked.drawers)} drawers and "
@@ -498,7 +539,13 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
         "--migration-kills",
         type=float,
         default=0.1,
-        help="share of rounds killing a new palace while it migrates (0.1; embedded only)",
+        help="share of rounds killing a new palace while it migrates (0.1)",
+    )
+    parser.add_argument(
+        "--max-migration-kill",
+        type=float,
+        default=0.02,
+        help="latest kill after the first migration starts, s (0.02)",
     )
     parser.add_argument(
         "--claim-kills",
@@ -520,7 +567,8 @@ def main() -> int:
     restarts = sorted(report.restart_secs)
     print(
         f"\n{report.rounds} rounds of kill -9 ({report.startup_kills} of them while starting, "
-        f"{report.migration_kills} while a new palace migrates, {report.claim_kills} while a "
+        f"{report.migration_kills} while a new palace migrates ({report.kills_mid_migration} "
+        f"before its last migration was recorded), {report.claim_kills} while a "
         f"job is claimed, {report.worker_kills} of a worker"
         f"{' (remote palace)' if args.remote else ''}), "
         f"{args.writers} writers, seed {args.seed}"

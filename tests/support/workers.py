@@ -17,13 +17,15 @@ from tests.support.waits import wait_for
 LEASE_TTL_SECS = 3
 
 
-def write_config(root: Path, store_url: str, broker_url: str) -> Path:
+def write_config(root: Path, store_url: str, broker_url: str, *, database: str = "palace") -> Path:
+    """The configuration of a remote palace's processes; `database` names another palace on the
+    same server."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / "memcastle.toml"
     path.write_text(
         tomlkit.dumps(
             {
-                "store": {"mode": "remote", "url": store_url},
+                "store": {"mode": "remote", "url": store_url, "database": database},
                 "jobs": {
                     "broker_url": broker_url,
                     "max_concurrency": 1,
