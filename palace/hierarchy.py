@@ -394,6 +394,16 @@ class HierarchyService:
         """The current drawer holding `name` in `wing/room` (all three by name), or None."""
         return self._repository.drawer_at(wing, room, name)
 
+    def current_drawers_with_uri(
+        self, wing: str, places: list[tuple[str, str]]
+    ) -> list[list[dict[str, Any]]]:
+        """For each `(room, uri)` of `wing` (names), the current drawers of that room filed
+        with that `source.uri` (a mined document's chunks, a conversation's turns), in one
+        round trip."""
+        if not places:
+            return []
+        return self._repository.current_drawers_with_uri(wing, places)
+
     def existing_drawer_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of `ids` are stored drawers: how a replayed job finds what it already filed."""
         return self._repository.existing_drawer_ids(ids)

@@ -202,6 +202,9 @@ class Pipeline:
         self.wing = params.get("wing") or self.adapter.default_wing(self.ref)
         self.room = self.adapter.default_room()
         self.full = bool(params.get("full"))
+        # A run that follows one that ended without finishing (this job's own earlier attempt,
+        # or another job's) looks for the drawers it filed and never recorded.
+        self.after_unfinished = job.resumed
 
     def run(self) -> dict[str, Any]:
         """Mine the source; a second run of the same place, in this process or another, waits
@@ -211,15 +214,22 @@ class Pipeline:
             self._ensure_source()
             self._hold_the_place()
             # Read after the wait: the run waited for may have moved the cursor.
-            return self._run(self._ensure_source())
+            counts = self._run(self._ensure_source())
+            self.sources.release_run(self.source_id, self.job.job_id)
+            return counts
 
     def _hold_the_place(self) -> None:
         """Claim the place, waiting while another process's run holds it. Claimed again before
         every batch: a run whose lease lapsed while it worked (a stalled process) may have lost
         the place to another, and must not file beside it."""
-        self.job.waiting_for(
-            lambda: self.sources.claim_run(self.source_id, self.job.job_id, utc_now())
-        )
+
+        def claim() -> bool:
+            held = self.sources.claim_run(self.source_id, self.job.job_id, utc_now())
+            if held is not None and held.after_unfinished:
+                self.after_unfinished = True
+            return held is not None
+
+        self.job.waiting_for(claim)
 
     def _ensure_source(self) -> dict[str, Any]:
         now = utc_now()
@@ -303,6 +313,8 @@ class Pipeline:
         if not documents:
             return
         self._revise_and_retire(documents, state)
+        if self.after_unfinished:
+            self._take_over_unrecorded(documents, state)
         self._file_new(documents, state, replaying=replaying)
         now = utc_now()
         self.sources.record_documents(
@@ -336,15 +348,51 @@ class Pipeline:
                 if drawer.get("valid_to") is None and drawer["content"] == document.chunks[index]:
                     document.drawers[index] = drawer["id"]
                     continue
-                try:
-                    revision = self.revisions.revise(
-                        self.ctx, drawer, self._filing(document, index, named=False)
-                    )
-                except DrawerSuperseded:
-                    continue  # closed by someone else meanwhile: filed afresh below
-                document.drawers[index] = new_id
-                state["superseded"] += 1
-                state["similar"] += revision.similar
+                # Closed by someone else meanwhile, it is left: the chunk is filed afresh below.
+                self._supersede(drawer, document, index, state)
+
+    def _take_over_unrecorded(self, documents: list[Document], state: dict[str, Any]) -> None:
+        """The chunks' drawers that an unfinished run filed and never recorded (a kill between
+        filing a batch and recording its documents), found by the document's uri: each is the
+        document's drawer for its chunk now, kept if its text is the chunk's, superseded if
+        not, retired past the document's end. Without this, a document changed meanwhile (or
+        mined by another job: the ids differ) would be filed again beside them."""
+        located = [document for document in documents if document.canonical.uri]
+        places = [
+            (document.canonical.room or self.room, document.canonical.uri or "")
+            for document in located
+        ]
+        found = self.hierarchy.current_drawers_with_uri(self.wing, places)
+        for document, drawers in zip(located, found, strict=True):
+            for index, drawer in self._unrecorded(document, drawers).items():
+                if index >= len(document.chunks):
+                    self.revisions.retire(drawer)
+                    state["retired"] += 1
+                elif drawer["content"] == document.chunks[index]:
+                    document.drawers[index] = drawer["id"]
+                else:
+                    self._supersede(drawer, document, index, state)
+
+    def _unrecorded(
+        self, document: Document, drawers: list[dict[str, Any]]
+    ) -> dict[int, dict[str, Any]]:
+        """By chunk index, the latest of `drawers` mined from this document for a chunk the
+        document's record does not cover (a recorded chunk's later versions are followed from
+        its drawer) and this run has not given a drawer yet."""
+        recorded = {chunk["index"] for chunk in document.previous}
+        unrecorded: dict[int, dict[str, Any]] = {}
+        for drawer in sorted(drawers, key=lambda drawer: drawer["created_at"]):
+            origin = (drawer.get("source") or {}).get("origin") or {}
+            index = origin.get("chunk")
+            if (
+                not isinstance(index, int)
+                or index in recorded
+                or index in document.drawers
+                or not self._mined_from(drawer, document, index)
+            ):
+                continue
+            unrecorded[index] = drawer
+        return unrecorded
 
     def _file_new(
         self, documents: list[Document], state: dict[str, Any], *, replaying: bool
@@ -430,9 +478,16 @@ class Pipeline:
         if holder["content"] == document.chunks[index]:
             document.drawers[index] = holder["id"]
             return True
+        return self._supersede(holder, document, index, state)
+
+    def _supersede(
+        self, drawer: dict[str, Any], document: Document, index: int, state: dict[str, Any]
+    ) -> bool:
+        """Supersede `drawer` with the chunk, which it then holds; False when the drawer was
+        superseded by someone else meanwhile."""
         try:
             revision = self.revisions.revise(
-                self.ctx, holder, self._filing(document, index, named=False)
+                self.ctx, drawer, self._filing(document, index, named=False)
             )
         except DrawerSuperseded:
             return False
@@ -505,8 +560,8 @@ class Pipeline:
 
 
 # One run per source at a time in this daemon: two runs of one place would start from the same
-# cursor and file the same new documents twice. (Daemons sharing a remote palace do not see each
-# other's runs; there a second run files copies, linked as such.)
+# cursor and file the same new documents twice. (Other processes of a remote palace wait on the
+# place's claim in the store, `SourceService.claim_run`.)
 _source_locks: dict[str, threading.Lock] = {}
 _source_locks_guard = threading.Lock()
 

@@ -45,24 +45,35 @@ class SourceRepository:
             {"id": source_id, "cursor": cursor, "job": job_id, "now": now},
         )
 
-    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> bool:
+    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> tuple[bool, str | None]:
         """Name `job_id` the one mining the place, unless another job that is running with a
-        current lease holds it. Nothing releases the claim: it lapses with its job's run.
+        current lease holds it; whether it is named, and the job that held the place before
+        (a finished run releases it, so a holder that is not `job_id` is a run that ended
+        without finishing). The claim lapses with its job's run.
 
         The claim is read back after its commit: the test server's engine has been seen to let
         two concurrent writers of one record both commit (one increment of two lost in 300),
         and only the job whose write stayed holds the place."""
-        claimed = self.store.transaction(
+        claimed, holder = self.store.transaction(
             f"LET $holder = ({CLAIM_HOLDER});"
             "LET $held = $holder != NONE AND $holder != $job AND (SELECT VALUE "
             "status = 'running' AND lease_expires_at > $now "
             "FROM ONLY type::record('job', $holder)) = true;"
             "IF !$held { UPDATE type::record('source', $id) SET running_job = $job "
             "RETURN NONE; };"
-            "RETURN !$held;",
+            "RETURN [!$held, $holder];",
             {"id": source_id, "job": job_id, "now": now},
         )
-        return bool(claimed) and self.store.one(CLAIM_HOLDER, {"id": source_id}) == job_id
+        named = bool(claimed) and self.store.one(CLAIM_HOLDER, {"id": source_id}) == job_id
+        return named, holder
+
+    def release_run(self, source_id: str, job_id: str) -> None:
+        """The run of `job_id` finished: the place is no longer held by it."""
+        self.store.query(
+            "UPDATE type::record('source', $id) SET running_job = NONE "
+            "WHERE running_job = $job RETURN NONE",
+            {"id": source_id, "job": job_id},
+        )
 
     def documents(self, source_id: str, external_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored documents among `external_ids`, by external id."""

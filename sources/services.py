@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kernel.config import MiningConfig
@@ -13,6 +14,14 @@ from sources.adapters import Adapter
 from sources.packages import SourcePackages
 from sources.repository import SourceRepository
 from sources.shapes import Sources
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    """A mine job's hold on its place. `after_unfinished`: the run before it ended without
+    finishing (killed, failed or stopped), so it may have filed drawers it never recorded."""
+
+    after_unfinished: bool
 
 
 class SourceService:
@@ -52,11 +61,18 @@ class SourceService:
         """Record (or replace) documents once their drawers are filed."""
         self._repository.record_documents(source_id, documents)
 
-    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> bool:
-        """Whether `job_id` may mine the place now: no other process's job is mining it. Two
-        runs of one place at once would both file a changed document, one of them beside the
-        other's drawer instead of superseding it."""
-        return self._repository.claim_run(source_id, job_id, now)
+    def claim_run(self, source_id: str, job_id: str, now: dt.datetime) -> RunClaim | None:
+        """The place claimed for `job_id`, or None while another process's job is mining it.
+        Two runs of one place at once would both file a changed document, one of them beside
+        the other's drawer instead of superseding it."""
+        claimed, holder = self._repository.claim_run(source_id, job_id, now)
+        if not claimed:
+            return None
+        return RunClaim(after_unfinished=holder is not None and holder != job_id)
+
+    def release_run(self, source_id: str, job_id: str) -> None:
+        """The run of `job_id` finished: the next run of the place follows a finished one."""
+        self._repository.release_run(source_id, job_id)
 
     def advance(self, source_id: str, cursor: Any, job_id: str, now: dt.datetime) -> None:
         """Move the place's cursor past what the job has filed and recorded."""

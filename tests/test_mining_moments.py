@@ -129,6 +129,82 @@ def test_a_supersession_left_unrecorded_is_followed_by_the_next_run(
     )
 
 
+def paragraph(word: str) -> str:
+    """A paragraph of near 5,000 characters: a chunk of its own at the default 6,000 characters
+    a chunk."""
+    return f"{word} " * (5000 // (len(word) + 1)) + "\n\n"
+
+
+def current_contents(services: Services) -> list[str]:
+    """The whole texts of the room's drawers valid now."""
+    listed = services.hierarchy.list_drawers(RequestContext.build(), WING, "files", limit=100)
+    ids = [d["id"] for d in listed["drawers"] if d["valid_to"] is None]
+    return sorted(d["content"] for d in services.hierarchy.drawers_by_ids(ids).values())
+
+
+@pytest.mark.parametrize("next_job", ["the interrupted job resumed", "another job"])
+def test_every_chunk_an_interrupted_mine_filed_is_taken_over_by_the_next_run(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, next_job: str
+) -> None:
+    """The chunks after the first have no name to be found by: the next run finds them by the
+    document's uri, keeps the unchanged one, supersedes the changed one and retires the one
+    past the document's new end."""
+    alpha, bravo, charlie, delta = map(paragraph, ["alpha", "bravo", "charlie", "delta"])
+    root = a_tree(tmp_path, alpha + bravo + charlie)
+    mine_killed_before_recording(services, monkeypatch, "job-a", root)
+    assert current_contents(services) == sorted([alpha, bravo, charlie])
+    (root / "a.md").write_text(alpha + delta)
+
+    if next_job == "another job":
+        result = mine(services, "job-b", root)
+    else:
+        result = mine(services, "job-a", root, attempt=2)
+
+    assert current_contents(services) == sorted([alpha, delta])
+    assert (result["created"], result["superseded"], result["retired"]) == (0, 1, 1)
+    assert named(services, "a.md")["content"] == alpha
+    replaced = [
+        d
+        for d in services.hierarchy.list_drawers(RequestContext.build(), WING, "files", limit=100)[
+            "drawers"
+        ]
+        if d["valid_to"] is None and d["name"] is None
+    ]
+    history = services.revisions.history(RequestContext.build(), replaced[0]["id"])
+    assert [v["content"] for v in history["versions"]] == [bravo, delta]
+
+    (root / "a.md").write_text(alpha + delta + charlie)
+    mine(services, "job-c", root)
+    assert current_contents(services) == sorted([alpha, delta, charlie])
+
+
+def test_a_finished_run_leaves_the_next_nothing_to_take_over(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a run after an unfinished one looks for drawers left unrecorded: after a finished
+    run the store is not asked."""
+    root = a_tree(tmp_path, paragraph("alpha"))
+    mine(services, "job-a", root)
+    (root / "a.md").write_text(paragraph("bravo"))
+    asked: list[object] = []
+    looked_up = services.hierarchy.current_drawers_with_uri
+
+    def counted(*args: Any) -> Any:
+        asked.append(args)
+        return looked_up(*args)
+
+    monkeypatch.setattr(services.hierarchy, "current_drawers_with_uri", counted)
+    mine(services, "job-b", root)
+    assert asked == []
+    (root / "a.md").write_text(paragraph("charlie"))
+    mine_killed_before_recording(services, monkeypatch, "job-c", root)
+    assert asked == []
+    (root / "a.md").write_text(paragraph("delta"))
+    mine(services, "job-d", root)
+    assert len(asked) == 1
+    assert current_contents(services) == [paragraph("delta")]
+
+
 def test_a_file_rewritten_within_the_time_of_one_it_was_mined_with_is_mined_again(
     services: Services, tmp_path: Path
 ) -> None:

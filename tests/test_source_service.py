@@ -19,7 +19,7 @@ from sources.components import ComponentRuntime
 from sources.credentials import FileCredentialStore
 from sources.packages import SourcePackages
 from sources.repository import PackageRepository, SourceRepository
-from sources.services import SourceService
+from sources.services import RunClaim, SourceService
 
 PLACE = "0b2e6f1c-9a8b-4f3e-8d2c-1a2b3c4d5e6f"
 AT = dt.datetime(2025, 3, 1, 9, 0, 0, 250, tzinfo=dt.UTC)
@@ -125,3 +125,24 @@ def test_a_place_is_mined_by_one_job_at_a_time_whatever_process_runs_it(
     assert not sources.claim_run(PLACE, "first", AT)
     store.query("UPDATE job:second SET status = 'completed'")
     assert sources.claim_run(PLACE, "first", AT), "a job that ended holds nothing"
+
+
+def test_a_claim_says_whether_the_run_before_it_ended_without_finishing(
+    sources: SourceService, store: Store
+) -> None:
+    """A finished run releases the place; a run that did not (killed, failed, stopped) leaves
+    it claimed, and the next claim says so: that run may have filed drawers it never
+    recorded."""
+    sources.ensure(place())
+    lease = AT + dt.timedelta(seconds=30)
+    for job_id in ("first", "second", "third"):
+        running_job(store, job_id, lease)
+
+    assert sources.claim_run(PLACE, "first", AT) == RunClaim(after_unfinished=False)
+    assert sources.claim_run(PLACE, "first", AT) == RunClaim(after_unfinished=False)
+    sources.release_run(PLACE, "first")
+    assert sources.claim_run(PLACE, "second", AT) == RunClaim(after_unfinished=False)
+    store.query("UPDATE job:second SET status = 'failed'")
+    assert sources.claim_run(PLACE, "third", AT) == RunClaim(after_unfinished=True)
+    sources.release_run(PLACE, "second")  # a late release of another job's run changes nothing
+    assert sources.claim_run(PLACE, "third", AT) == RunClaim(after_unfinished=False)

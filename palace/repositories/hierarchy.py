@@ -216,6 +216,30 @@ class HierarchyRepository:
         )[-1]
         return rows[0] if rows else None
 
+    def current_drawers_with_uri(
+        self, wing: str, places: list[tuple[str, str]]
+    ) -> list[list[dict[str, Any]]]:
+        """For each `(room, uri)` of `wing` (names), the current drawers of that room filed
+        with that source uri, in one round trip, each read through the `drawer_room_uri`
+        index (a room resolved inside the condition would read the whole room)."""
+        rooms = sorted({room for room, _uri in places})
+        values: dict[str, Any] = {"wing": wing}
+        lets = ["LET $w = (SELECT VALUE meta::id(id) FROM wing WHERE name = $wing)[0];"]
+        for j, room in enumerate(rooms):
+            values[f"room{j}"] = room
+            lets.append(
+                f"LET $r{j} = (SELECT VALUE meta::id(id) FROM room "
+                f"WHERE wing = $w AND name = $room{j})[0];"
+            )
+        selects = []
+        for i, (room, uri) in enumerate(places):
+            values[f"uri{i}"] = uri
+            selects.append(
+                f"(SELECT * FROM drawer WHERE room = $r{rooms.index(room)} "
+                f"AND source.uri = $uri{i} AND valid_to = NONE)"
+            )
+        return self.store.query("".join(lets) + f"RETURN [{', '.join(selects)}];", values)[-1]
+
     def drawers_by_ids(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         rows = self.store.one(
             "SELECT * FROM $ids", {"ids": [RecordID("drawer", drawer_id) for drawer_id in ids]}
