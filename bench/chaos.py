@@ -35,9 +35,10 @@ With `--remote` the palace is a SurrealDB server (the tests' loopback one,
 broker; each round kills the daemon, the worker or both (the worker is restarted at the next
 round), and jobs a dead process held are taken over when their leases expire.
 
-A thread of each round changes a directory tree (files added and rewritten) and asks for mines
-of it as it goes; after the last round, one more mine, then every file's current text must be
-its drawer's (`documents behind`).
+A thread of each round changes a directory tree (files added and rewritten, some of several
+chunks) and asks for mines of it as it goes; after the last round, one more mine, then every
+file's current chunks must be its current drawers (`documents behind`) and every current drawer
+of the tree's room a file's current chunk (`left behind`).
 
 Every figure should be 0.
 """
@@ -77,6 +78,8 @@ DIRECT_ROOM = "direct"
 JOB_ROOM = "entries"  # where a checkpoint files a project item of a named wing
 TREE_WING = "chaos-tree"
 TREE_ROOM = "files"  # where a mine files a directory's documents
+# Words of 32 hex digits a paragraph of a long file: 4,950 characters, under a chunk's 6,000.
+PARAGRAPH_WORDS = 150
 
 
 @dataclass
@@ -93,7 +96,9 @@ class Acknowledged:
 @dataclass
 class Tree:
     """A directory the rounds mine while they change it: files are added and rewritten (each
-    write a rename, as editors save), never removed."""
+    write a rename, as editors save), never removed. A write makes a file of one short line,
+    or (one in four) of two or three paragraphs of about 5,000 characters, each a chunk of its
+    own, so a rewrite may change, add or drop the chunks after the first."""
 
     root: Path
     versions: dict[str, int] = field(default_factory=dict)
@@ -109,13 +114,29 @@ class Tree:
             self.versions[name] = version
             path = self.root / name
             path.parent.mkdir(parents=True, exist_ok=True)
+            head = f"chaos file {name} version {version} {uuid.uuid4()}\n"
+            parts = rng.choice((1, 1, 1, 2, 3))
             draft = path.with_suffix(".tmp")
-            draft.write_text(f"chaos file {name} version {version} {uuid.uuid4()}\n")
+            draft.write_text(
+                head
+                if parts == 1
+                else "".join(
+                    f"{head.strip()} part {part} "
+                    + " ".join(uuid.uuid4().hex for _ in range(PARAGRAPH_WORDS))
+                    + "\n\n"
+                    for part in range(parts)
+                )
+            )
             draft.replace(path)
 
-    def contents(self) -> dict[str, str]:
+    def chunks(self) -> dict[str, list[str]]:
+        """Each file's chunks as a mine files them: a paragraph each."""
         with self.lock:
-            return {name: (self.root / name).read_text() for name in self.versions}
+            texts = {name: (self.root / name).read_text() for name in self.versions}
+        return {
+            name: [part + "\n\n" for part in text.split("\n\n")[:-1]] if "\n\n" in text else [text]
+            for name, text in texts.items()
+        }
 
 
 @dataclass
@@ -139,6 +160,7 @@ class Report:
     count_drift: int = 0
     mines: int = 0
     documents_behind: int = 0
+    drawers_left_behind: int = 0
     acknowledged: int = 0
 
     def problems(self) -> int:
@@ -152,6 +174,7 @@ class Report:
             + self.jobs_incomplete
             + self.index_gap
             + self.documents_behind
+            + self.drawers_left_behind
         )
 
 
@@ -396,7 +419,7 @@ def check(
             job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
             if job["status"] == "failed":
                 report.jobs_failed += 1
-        report.documents_behind = documents_behind(http, tree)
+        report.documents_behind, report.drawers_left_behind = documents_behind(http, tree)
         listed = http.get("/api/jobs", params={"limit": 200}).json()["jobs"]
         report.jobs_not_terminal = sum(job["status"] not in TERMINAL for job in listed)
         for drawer_id in acked.drawers:
@@ -436,24 +459,33 @@ def drawers_stored(daemon: Daemon) -> int:
         store.close()
 
 
-def documents_behind(http: httpx.Client, tree: Tree) -> int:
-    """After one more mine of the tree, the files whose current text is not their current
-    drawer: a cursor that had moved past a document its drawers did not reach."""
+def documents_behind(http: httpx.Client, tree: Tree) -> tuple[int, int]:
+    """After one more mine of the tree, the files whose current text is not in their current
+    drawers (the first chunk in the drawer named by the file, every other chunk in one valid
+    now): a cursor that had moved past a document its drawers did not reach; and the current
+    drawers of the tree's room that hold no file's current chunk (left by a run that did not
+    finish, beside the drawers of the next)."""
     if not tree.versions:
-        return 0
+        return 0, 0
     answer = http.post(
         "/api/jobs", json={"type": "mine", "path": str(tree.root), "wing": TREE_WING}
     )
     watch(http, answer.json()["id"], ended, "the last mine to end", timeout=600)
+    chunks = tree.chunks()
+    current = Counter(content_of_room(http, TREE_WING, TREE_ROOM))
     behind = 0
-    for name, text in tree.contents().items():
+    for name, parts in chunks.items():
         drawer = http.get(f"/api/wings/{TREE_WING}/rooms/{TREE_ROOM}/drawers/{name}")
-        if drawer.status_code == 200 and drawer.json()["content"] == text:
+        found = drawer.json().get("content", drawer.json())
+        if found == parts[0] and all(current[part] for part in parts):
             continue
         behind += 1
-        found = drawer.json().get("content", drawer.json())
-        print(f"  {name}: its drawer holds {str(found)[:80]!r}, the file {text[:80]!r}", flush=True)
-    return behind
+        print(f"  {name}: its drawer holds {str(found)[:80]!r}, the file {parts[0][:80]!r}")
+    expected = Counter(part for parts in chunks.values() for part in parts)
+    left = current - expected
+    for text in left:
+        print(f"  a current drawer that is no file's chunk: {text[:80]!r}", flush=True)
+    return behind, sum(left.values())
 
 
 def ended(job: dict[str, Any]) -> bool:
@@ -461,8 +493,8 @@ def ended(job: dict[str, Any]) -> bool:
 
 
 def content_of_room(http: httpx.Client, wing: str, room: str) -> list[str]:
-    """The texts of the room's current drawers, every page (a listing shows the start of each;
-    a text longer than that is read by id)."""
+    """The texts of the room's current drawers, every page (a listing shows the start of each,
+    and the superseded and retired ones too; a text longer than that is read by id)."""
     contents: list[str] = []
     offset = 0
     while True:
@@ -477,6 +509,7 @@ def content_of_room(http: httpx.Client, wing: str, room: str) -> list[str]:
             if d["length"] == len(d["preview"])
             else http.get(f"/api/drawers/{d['id']}").json()["content"]
             for d in drawers
+            if d["valid_to"] is None
         ]
         if len(drawers) < 200:
             return contents
@@ -587,7 +620,8 @@ def main() -> int:
     )
     print(
         f"  mines of a changing tree {report.mines}; files whose drawer is behind them "
-        f"after one more mine {report.documents_behind}"
+        f"after one more mine {report.documents_behind}, current drawers that are no file's "
+        f"chunk {report.drawers_left_behind}"
     )
     if restarts:
         median = restarts[len(restarts) // 2]

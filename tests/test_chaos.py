@@ -42,4 +42,4 @@ def assert_nothing_lost(report: Report) -> None:
     assert (report.jobs_lost, report.jobs_not_terminal, report.jobs_incomplete) == (0, 0, 0)
     assert report.index_gap == 0
     assert report.mines > 0
-    assert report.documents_behind == 0
+    assert (report.documents_behind, report.drawers_left_behind) == (0, 0)
