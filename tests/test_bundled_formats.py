@@ -3,6 +3,7 @@ out, the cursors, the options and the refusals. The component glue (`app.py`) is
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -318,6 +319,30 @@ def test_claude_pages_by_modification_time_strictly_after_the_cursor(claude: lis
     assert [candidate.handle for candidate in rest.candidates] == [str(claude[2])]
     assert rest.exhausted
     assert source.discover(ref, rest.candidates[-1].cursor_after, 2).candidates == []
+
+
+def test_the_cursor_stays_before_sessions_modified_within_the_settling_time(
+    claude: list[Path],
+) -> None:
+    """A session modified less than two seconds before the run looked may be appended to within
+    the same (coarse) modification time: it is read, but the cursor does not pass it."""
+    newest = claude[-1].stat().st_mtime_ns
+    source = dataclasses.replace(claude_format.SOURCE, clock_ns=lambda: newest + mt.SETTLING_NS - 1)
+    ref = source.identify(None, [])
+    page = source.discover(ref, "null", 10)
+    assert [candidate.handle for candidate in page.candidates] == [str(p) for p in claude]
+    settled = page.candidates[1].cursor_after
+    assert page.candidates[2].cursor_after == settled
+    transcripts.append_claude(claude[2], "Appended within the same second", at(2, 1))
+    os.utime(claude[2], ns=(newest, newest))
+    again = source.discover(ref, page.candidates[-1].cursor_after, 10).candidates
+    assert [candidate.handle for candidate in again] == [str(claude[2])]
+    after = source.read(ref, again[0])
+    assert after is not None and "Appended within the same second" in after.body
+
+    settled_source = dataclasses.replace(source, clock_ns=lambda: newest + mt.SETTLING_NS + 1)
+    last = settled_source.discover(ref, "null", 10).candidates[-1].cursor_after
+    assert settled_source.discover(ref, last, 10).candidates == []
 
 
 def test_an_edited_claude_session_comes_again_with_a_new_revision(claude: list[Path]) -> None:

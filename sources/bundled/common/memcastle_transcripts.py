@@ -18,6 +18,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from time import time_ns
 from typing import Any
 
 # A marker's argument and a title are cut to these many characters, so one tool call stays one
@@ -38,6 +39,12 @@ MARKER_KEYS = (
     "prompt",
 )
 SHELLS = frozenset({"sh", "bash", "zsh", "/bin/sh", "/bin/bash", "/bin/zsh"})
+# A session modified less than this before a run looks may be written to again within the same
+# modification time: a filesystem that keeps coarse times (whole seconds, two on FAT, the
+# kernel's tick on older Linux) gives the agent's next append the time the run saw, and a cursor
+# at that time would not find the file again until a later append (`sources/directory.py` waits
+# the same way).
+SETTLING_NS = 2_000_000_000
 
 
 class InvalidInput(ValueError):
@@ -511,6 +518,7 @@ class FileSource:
     accept: Callable[[str], bool] = lambda _name: True
     options: tuple[str, ...] = ("since", "dir")
     default_room: str = "sessions"
+    clock_ns: Callable[[], int] = time_ns
 
     def identify(self, locator: str | None, options: Iterable[tuple[str, str]]) -> Ref:
         normalized = parse_options(self.name, options, self.options)
@@ -527,14 +535,22 @@ class FileSource:
             if since_ns is None or mtime_ns >= since_ns
         ]
         chosen, exhausted = page_after(found, after, limit)
-        candidates = [
-            Candidate(
-                external_id=os.path.relpath(path, ref.locator),
-                cursor_after=dump_cursor("mtime_ns", mtime_ns, path),
-                handle=path,
+        settled_before = self.clock_ns() - SETTLING_NS
+        candidates = []
+        # Files are in time order: once one is too recent to have settled, so are the rest, and
+        # the cursor stays where the last settled one put it (a recent session is read again
+        # by the next run, unchanged if nothing was appended).
+        settled = cursor
+        for mtime_ns, path in chosen:
+            if mtime_ns < settled_before:
+                settled = dump_cursor("mtime_ns", mtime_ns, path)
+            candidates.append(
+                Candidate(
+                    external_id=os.path.relpath(path, ref.locator),
+                    cursor_after=settled,
+                    handle=path,
+                )
             )
-            for mtime_ns, path in chosen
-        ]
         return Page(candidates, exhausted)
 
     def read(self, ref: Ref, candidate: Candidate) -> RawDoc | None:
