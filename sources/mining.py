@@ -331,6 +331,8 @@ class Pipeline:
                 index = chunk["index"]
                 drawer = old.get(chunk["drawer"])
                 if index >= len(document.chunks):
+                    if drawer is not None:
+                        drawer = self._latest_own(drawer, document, index)
                     if drawer is not None and drawer.get("valid_to") is None:
                         self.revisions.retire(drawer)
                         state["retired"] += 1
@@ -449,14 +451,17 @@ class Pipeline:
     def _latest_own(self, drawer: dict[str, Any], document: Document, index: int) -> dict[str, Any]:
         """The current version of a recorded chunk's drawer: a run that superseded it and ended
         before it recorded the document (a crash between the two) left the replacement, which
-        is this chunk's drawer now, and may have been superseded in turn the same way."""
+        is this chunk's drawer now, and may have been superseded in turn the same way. A drawer
+        closed with no successor (retired by such a run: the document had shrunk) is the end."""
         seen = {drawer["id"]}
-        while drawer.get("valid_to") is not None and drawer.get("superseded_by") not in seen:
-            following = self.hierarchy.drawers_by_ids([drawer["superseded_by"]])
-            successor = following.get(drawer["superseded_by"])
+        while drawer.get("valid_to") is not None:
+            successor_id = drawer.get("superseded_by")
+            if successor_id is None or successor_id in seen:
+                break
+            successor = self.hierarchy.drawers_by_ids([successor_id]).get(successor_id)
             if successor is None or not self._mined_from(successor, document, index):
                 break
-            seen.add(successor["id"])
+            seen.add(successor_id)
             drawer = successor
         return drawer
 

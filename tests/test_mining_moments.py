@@ -225,3 +225,44 @@ def test_a_file_rewritten_within_the_time_of_one_it_was_mined_with_is_mined_agai
 
     assert (result["superseded"], result["unchanged"]) == (1, 1)
     assert named(services, "a.md")["content"] == "second text\n"
+
+
+def test_a_document_that_shrank_in_an_unfinished_run_and_grew_again_is_mined(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unfinished run retired the chunks past the document's new end before it could
+    record the document: the record still names them, closed and superseded by nothing. The
+    next run, the document grown again, files those chunks anew (bench/chaos.py: every later
+    mine of the place failed on the document, `KeyError: 'superseded_by'`)."""
+    alpha, bravo, charlie, delta, echo = map(
+        paragraph, ["alpha", "bravo", "charlie", "delta", "echo"]
+    )
+    root = a_tree(tmp_path, alpha + bravo + charlie)
+    mine(services, "job-a", root)
+    (root / "a.md").write_text(alpha)
+    mine_killed_before_recording(services, monkeypatch, "job-b", root)
+    assert current_contents(services) == [alpha]
+    (root / "a.md").write_text(alpha + delta + echo)
+
+    mine(services, "job-c", root)
+
+    assert current_contents(services) == sorted([alpha, delta, echo])
+
+
+def test_a_chunk_superseded_in_an_unfinished_run_is_retired_when_the_document_shrinks(
+    services: Services, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record names the chunk's first drawer, closed; its replacement, which no record
+    names, is the one to retire."""
+    alpha, bravo, charlie, delta = map(paragraph, ["alpha", "bravo", "charlie", "delta"])
+    root = a_tree(tmp_path, alpha + bravo + charlie)
+    mine(services, "job-a", root)
+    (root / "a.md").write_text(alpha + delta + charlie)
+    mine_killed_before_recording(services, monkeypatch, "job-b", root)
+    assert current_contents(services) == sorted([alpha, delta, charlie])
+    (root / "a.md").write_text(alpha)
+
+    result = mine(services, "job-c", root)
+
+    assert current_contents(services) == [alpha]
+    assert result["retired"] == 2
