@@ -732,6 +732,25 @@ def test_opencode_pages_by_time_updated_then_id(
     }
 
 
+def test_opencode_cursor_stays_before_sessions_updated_within_the_settling_time(
+    opencode: tuple[opencode_format.OpencodeSource, Recorded, list[str]],
+) -> None:
+    """A session stamped just before the run looked may be committed after a later one: the
+    cursor does not pass a session updated less than two seconds before the run."""
+    source, runner, ids = opencode
+    ref = source.identify(None, [])
+    settled = source.discover(ref, "null", 5).candidates
+    newest_ms = json.loads(settled[-1].cursor_after)["time_updated"]
+    recent = opencode_format.OpencodeSource(
+        runner, clock_ns=lambda: newest_ms * 1_000_000 + mt.SETTLING_NS
+    )
+    page = recent.discover(ref, "null", 5).candidates
+    assert [c.external_id for c in page] == ids
+    assert page[-1].cursor_after == page[-2].cursor_after == settled[-2].cursor_after
+    again = recent.discover(ref, page[-1].cursor_after, 5).candidates
+    assert [c.external_id for c in again] == [ids[-1]]
+
+
 def test_opencode_since_is_asked_of_the_database(
     opencode: tuple[opencode_format.OpencodeSource, Recorded, list[str]],
 ) -> None:

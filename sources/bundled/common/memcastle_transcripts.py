@@ -40,10 +40,10 @@ MARKER_KEYS = (
 )
 SHELLS = frozenset({"sh", "bash", "zsh", "/bin/sh", "/bin/bash", "/bin/zsh"})
 # A session modified less than this before a run looks may be written to again within the same
-# modification time: a filesystem that keeps coarse times (whole seconds, two on FAT, the
-# kernel's tick on older Linux) gives the agent's next append the time the run saw, and a cursor
-# at that time would not find the file again until a later append (`sources/directory.py` waits
-# the same way).
+# mark: a filesystem that keeps coarse times (whole seconds, two on FAT, the kernel's tick on
+# older Linux) gives the agent's next append the time the run saw, and a database's session
+# stamped before a later one may be committed after it; a cursor at that mark would not find the
+# session again until its next change (`sources/directory.py` waits the same way).
 SETTLING_NS = 2_000_000_000
 
 
@@ -262,6 +262,22 @@ def load_cursor(cursor: str, field_name: str, source: str) -> tuple[int, str] | 
 
 def dump_cursor(field_name: str, mark: int, key: str) -> str:
     return json.dumps({field_name: mark, "key": key}, ensure_ascii=False)
+
+
+def settled_cursors(
+    chosen: Iterable[tuple[int, str]], cursor: str, field_name: str, settled_before: int
+) -> list[str]:
+    """The cursor after each of `chosen` (mark, key) pairs, in order: the pair's own while its
+    mark is before `settled_before`, and from the first that is not, the last settled one's
+    (`cursor` if none): a session too recent to have settled is read, and read again by the
+    next run (unchanged, if nothing was added)."""
+    settled = cursor
+    cursors = []
+    for mark, key in chosen:
+        if mark < settled_before:
+            settled = dump_cursor(field_name, mark, key)
+        cursors.append(settled)
+    return cursors
 
 
 def page_after(
@@ -535,22 +551,15 @@ class FileSource:
             if since_ns is None or mtime_ns >= since_ns
         ]
         chosen, exhausted = page_after(found, after, limit)
-        settled_before = self.clock_ns() - SETTLING_NS
-        candidates = []
-        # Files are in time order: once one is too recent to have settled, so are the rest, and
-        # the cursor stays where the last settled one put it (a recent session is read again
-        # by the next run, unchanged if nothing was appended).
-        settled = cursor
-        for mtime_ns, path in chosen:
-            if mtime_ns < settled_before:
-                settled = dump_cursor("mtime_ns", mtime_ns, path)
-            candidates.append(
-                Candidate(
-                    external_id=os.path.relpath(path, ref.locator),
-                    cursor_after=settled,
-                    handle=path,
-                )
+        cursors = settled_cursors(chosen, cursor, "mtime_ns", self.clock_ns() - SETTLING_NS)
+        candidates = [
+            Candidate(
+                external_id=os.path.relpath(path, ref.locator),
+                cursor_after=cursor_after,
+                handle=path,
             )
+            for (_mtime_ns, path), cursor_after in zip(chosen, cursors, strict=True)
+        ]
         return Page(candidates, exhausted)
 
     def read(self, ref: Ref, candidate: Candidate) -> RawDoc | None:

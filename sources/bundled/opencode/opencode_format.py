@@ -17,9 +17,11 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from time import time_ns
 from typing import Any
 
 from memcastle_transcripts import (
+    SETTLING_NS,
     Candidate,
     Canonical,
     CursorInvalid,
@@ -35,7 +37,6 @@ from memcastle_transcripts import (
     describe,
     dir_account,
     dir_matches,
-    dump_cursor,
     epoch_ns,
     expand,
     load_cursor,
@@ -46,6 +47,7 @@ from memcastle_transcripts import (
     parse_options,
     parse_since,
     revision,
+    settled_cursors,
     tool_marker,
     turn,
 )
@@ -168,8 +170,9 @@ class OpencodeSource:
     default_room = "sessions"
     options = ("since", "dir")
 
-    def __init__(self, run: Runner) -> None:
+    def __init__(self, run: Runner, clock_ns: Callable[[], int] = time_ns) -> None:
         self.run = run
+        self.clock_ns = clock_ns
 
     def identify(self, locator: str | None, options: Iterable[tuple[str, str]]) -> Ref:
         """The place is the data of the `opencode` the daemon's user runs: the CLI reads its
@@ -190,9 +193,11 @@ class OpencodeSource:
         since_ms = -(-epoch_ns(parse_since(since)) // 1_000_000) if since else None
         rows = self._query(session_query(after, since_ms, limit))
         chosen, exhausted = page_after(rows, after, limit)
+        settled_before_ms = (self.clock_ns() - SETTLING_NS) // 1_000_000
+        cursors = settled_cursors(chosen, cursor, CURSOR_FIELD, settled_before_ms)
         candidates = [
-            Candidate(session_id, dump_cursor(CURSOR_FIELD, updated, session_id), session_id)
-            for updated, session_id in chosen
+            Candidate(session_id, cursor_after, session_id)
+            for (_updated, session_id), cursor_after in zip(chosen, cursors, strict=True)
         ]
         return Page(candidates, exhausted)
 
