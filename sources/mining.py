@@ -333,9 +333,9 @@ class Pipeline:
                 if index >= len(document.chunks):
                     if drawer is not None:
                         drawer = self._latest_own(drawer, document, index)
-                    if drawer is not None and drawer.get("valid_to") is None:
-                        self.revisions.retire(drawer)
-                        state["retired"] += 1
+                        if drawer.get("valid_to") is None:
+                            self.revisions.retire(drawer)
+                            state["retired"] += 1
                     continue
                 if chunk["hash"] == document.hashes[index]:
                     document.drawers[index] = chunk["drawer"]
@@ -384,16 +384,14 @@ class Pipeline:
         recorded = {chunk["index"] for chunk in document.previous}
         unrecorded: dict[int, dict[str, Any]] = {}
         for drawer in sorted(drawers, key=lambda drawer: drawer["created_at"]):
-            origin = (drawer.get("source") or {}).get("origin") or {}
-            index = origin.get("chunk")
+            index = _origin_of(drawer).get("chunk")
             if (
-                not isinstance(index, int)
-                or index in recorded
-                or index in document.drawers
-                or not self._mined_from(drawer, document, index)
+                isinstance(index, int)
+                and index not in recorded
+                and index not in document.drawers
+                and self._mined_from(drawer, document, index)
             ):
-                continue
-            unrecorded[index] = drawer
+                unrecorded[index] = drawer
         return unrecorded
 
     def _file_new(
@@ -502,7 +500,7 @@ class Pipeline:
         return True
 
     def _mined_from(self, drawer: Mapping[str, Any], document: Document, index: int) -> bool:
-        origin = (drawer.get("source") or {}).get("origin") or {}
+        origin = _origin_of(drawer)
         return (
             origin.get("source_id") == self.source_id
             and origin.get("document") == document.raw.external_id
@@ -609,6 +607,11 @@ MINE = JobKind(
     summary="read a source (a directory, by default) and file its documents as drawers",
     writes_palace=lambda params: True,
 )
+
+
+def _origin_of(drawer: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A drawer's `source.origin`, empty when it was not mined."""
+    return (drawer.get("source") or {}).get("origin") or {}
 
 
 def _origin(**values: Any) -> dict[str, Any]:

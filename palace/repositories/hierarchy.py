@@ -222,10 +222,10 @@ class HierarchyRepository:
         """For each `(room, uri)` of `wing` (names), the current drawers of that room filed
         with that source uri, in one round trip, each read through the `drawer_room_uri`
         index (a room resolved inside the condition would read the whole room)."""
-        rooms = sorted({room for room, _uri in places})
+        rooms = {room: j for j, room in enumerate(sorted({room for room, _uri in places}))}
         values: dict[str, Any] = {"wing": wing}
         lets = ["LET $w = (SELECT VALUE meta::id(id) FROM wing WHERE name = $wing)[0];"]
-        for j, room in enumerate(rooms):
+        for room, j in rooms.items():
             values[f"room{j}"] = room
             lets.append(
                 f"LET $r{j} = (SELECT VALUE meta::id(id) FROM room "
@@ -235,7 +235,7 @@ class HierarchyRepository:
         for i, (room, uri) in enumerate(places):
             values[f"uri{i}"] = uri
             selects.append(
-                f"(SELECT * FROM drawer WHERE room = $r{rooms.index(room)} "
+                f"(SELECT * FROM drawer WHERE room = $r{rooms[room]} "
                 f"AND source.uri = $uri{i} AND valid_to = NONE)"
             )
         return self.store.query("".join(lets) + f"RETURN [{', '.join(selects)}];", values)[-1]
