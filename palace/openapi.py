@@ -7,13 +7,19 @@ from typing import Any
 
 from palace.names import MAX_NAME_LENGTH
 
+CONTROL = r"\x00-\x1f\x7f-\x9f"
 # A wing's or a room's name: not empty, no whitespace at either end, no control character, no
 # `/` (the pattern); and not shaped like a UUID, anything `uuid.UUID` reads: hyphens anywhere,
 # braces, a `urn:uuid:` prefix (the `not`), so `{wing}` can be a name or a UUID. Written without
 # lookarounds, which JSON Schema's regular expressions need not support.
-FORBIDDEN = r"\x00-\x1f\x7f-\x9f/"
+FORBIDDEN = rf"{CONTROL}/"
 SEGMENT_NAME = rf"^[^\s{FORBIDDEN}](?:[^{FORBIDDEN}]*[^\s{FORBIDDEN}])?$"
 UUID_SHAPED = r"^(?:urn:)?(?:uuid:)?\{*(?:-*[0-9A-Fa-f]){32}-*\}*$"
+# A drawer's name: the same ends and characters, `/` allowed between segments that are not
+# empty, `.` or `..` (the second pattern, in an `allOf`: a schema holds one `pattern`).
+DRAWER_NAME_ENDS = rf"^[^\s{CONTROL}](?:[^{CONTROL}]*[^\s{CONTROL}])?$"
+_SEGMENT = rf"(?:[^/.{CONTROL}][^/{CONTROL}]*|\.[^/.{CONTROL}][^/{CONTROL}]*|\.\.[^/{CONTROL}]+)"
+DRAWER_NAME_SEGMENTS = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
 # The request fields that name a wing or a room, by component.
 NAMED = {
     "NamedBodyRequest": ("name",),
@@ -21,6 +27,8 @@ NAMED = {
     "NoteBodyRequest": ("wing", "room"),
     "JobSubmissionRequest": ("wing",),
 }
+# The request fields that name a drawer, by component.
+DRAWER_NAMED = {"DrawerBodyRequest": ("name",)}
 
 
 # The path parameters that name a wing or a room, or give its UUID.
@@ -30,7 +38,8 @@ PATH_NAMED = ("wing", "room")
 def declare_name_rules(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
-    """Wing and room names as `palace.names` checks them, in paths and request bodies."""
+    """Wing, room and drawer names as `palace.names` checks them, in paths and request
+    bodies."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
@@ -47,6 +56,16 @@ def declare_name_rules(
                 properties[field].update(
                     pattern=SEGMENT_NAME,
                     maxLength=MAX_NAME_LENGTH,
+                    **{"not": {"pattern": UUID_SHAPED}},
+                )
+    for component, fields in DRAWER_NAMED.items():
+        properties = schemas.get(component, {}).get("properties", {})
+        for field in fields:
+            if field in properties:
+                properties[field].update(
+                    pattern=DRAWER_NAME_ENDS,
+                    maxLength=MAX_NAME_LENGTH,
+                    allOf=[{"pattern": DRAWER_NAME_SEGMENTS}],
                     **{"not": {"pattern": UUID_SHAPED}},
                 )
     return result

@@ -18,8 +18,8 @@ from drf_spectacular.validation import validate_schema
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from palace.names import PathInvalid, check_wing_name
-from palace.openapi import SEGMENT_NAME, UUID_SHAPED
+from palace.names import MAX_NAME_LENGTH, PathInvalid, check_drawer_name, check_wing_name
+from palace.openapi import DRAWER_NAME_ENDS, DRAWER_NAME_SEGMENTS, SEGMENT_NAME, UUID_SHAPED
 from sources.manifest import consent_digest, parse_manifest
 from sources.registry_publish import write_index
 from tests.support.components import manifest, package
@@ -862,6 +862,30 @@ def test_the_declared_name_rules_are_the_ones_the_palace_enforces(name: str) -> 
     declared = re.fullmatch(SEGMENT_NAME, name) is not None and not re.fullmatch(UUID_SHAPED, name)
     try:
         check_wing_name(name)
+        accepted = True
+    except PathInvalid:
+        accepted = False
+    assert declared == accepted, name
+
+
+@settings(max_examples=500, deadline=None)
+@example("a\n")
+@example("src/../lib.rs")
+@example("...")
+@given(st.text(max_size=40) | st.text("ab./ \t\n\x85\u2028", max_size=12) | st.uuids().map(str))
+def test_the_declared_drawer_name_rules_are_the_ones_the_palace_enforces(name: str) -> None:
+    """The same for a drawer's name, whose segments `/` separates (`palace.names`): the
+    document's two patterns and its `not`, read as ECMA-262 reads them, say exactly what the
+    daemon refuses. Before they were declared a generated name with a control character was a
+    schema-valid request refused."""
+    declared = (
+        re.fullmatch(DRAWER_NAME_ENDS, name) is not None
+        and re.fullmatch(DRAWER_NAME_SEGMENTS, name) is not None
+        and not re.fullmatch(UUID_SHAPED, name)
+        and len(name) <= MAX_NAME_LENGTH
+    )
+    try:
+        check_drawer_name(name)
         accepted = True
     except PathInvalid:
         accepted = False
