@@ -419,6 +419,7 @@ def check(
             job = watch(http, job_id, ended, f"job {job_id} to end", timeout=600)
             if job["status"] == "failed":
                 report.jobs_failed += 1
+                print(f"  job {job_id} ({job['kind']}) failed: {job.get('error')}", flush=True)
         report.documents_behind, report.drawers_left_behind = documents_behind(http, tree)
         listed = http.get("/api/jobs", params={"limit": 200}).json()["jobs"]
         report.jobs_not_terminal = sum(job["status"] not in TERMINAL for job in listed)
