@@ -22,11 +22,12 @@ import json
 import math
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from pathlib import Path
 from typing import Any
 
 from palace.search import fusion, lexical
+from palace.search.chatter import is_chatter
 from tests.eval import api, conversations, daemons
 from tests.eval.dataset import Dataset, load_dataset
 from tests.eval.harness import LIMIT, request_body
@@ -78,9 +79,11 @@ def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
     lexical_any = [(h["id"], h["signals"]["lexical"]) for h in hybrid if "lexical" in h["signals"]]
     return {
         "id": query.id,
+        "text": query.text,
         "category": query.category,
         "grades": query.grades(),
         "names": {h["id"]: seeded.dataset_ids.get(h["id"], "?") for h in hybrid},
+        "valid_from": {h["id"]: h["valid_from"] for h in hybrid},
         "lexical": [(h["id"], h["score"]) for h in ask("lexical", COLLECT_LIMIT)],
         "lexical_any": sorted(lexical_any, key=lambda hit: (-hit[1], hit[0])),
         "semantic": [(h["id"], h["score"]) for h in ask("semantic", COLLECT_LIMIT)],
@@ -89,12 +92,14 @@ def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
 
 # -- fusion methods -----------------------------------------------------------------------------
 
-Method = Callable[[Leg, Leg, float], dict[str, float]]
-"""(any-word lexical leg, semantic leg, the query's lexical mass) -> fused scores."""
+Chatter = Container[str]
+Method = Callable[[Leg, Leg, float, Chatter], dict[str, float]]
+"""(any-word lexical leg, semantic leg, the query's lexical mass, the drawers that are chatter)
+-> fused scores."""
 
 
 def rrf(k: float = 60.0, lexical: float = 1.0, semantic: float = 1.0) -> Method:
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         fused: dict[str, float] = {}
         for weight, leg in ((lexical, lex), (semantic, sem)):
             for rank, (drawer, _score) in enumerate(leg, start=1):
@@ -130,7 +135,7 @@ def _max_norm(leg: Leg) -> dict[str, float]:
 def combined(normalise: Callable[[Leg], dict[str, float]], lexical: float = 0.5) -> Method:
     """A weighted sum of each leg's normalised scores; a leg that missed a drawer adds its floor."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         nl, ns = normalise(lex), normalise(sem)
         floor_l = min(nl.values(), default=0.0)
         floor_s = min(ns.values(), default=0.0)
@@ -154,7 +159,7 @@ def peaked(
 ) -> Method:
     """A normalised sum whose leg weights follow how peaked each leg's top scores are."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         pl, ps = _peak(lex, depth), _peak(sem, depth)
         weight = base if pl + ps == 0 else pl / (pl + ps)
         return combined(normalise, weight)(lex, sem, mass)
@@ -165,7 +170,7 @@ def peaked(
 def peaked_rrf(k: float = 60.0, depth: int = 5) -> Method:
     """Reciprocal rank with each leg weighted by how peaked its top scores are."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         pl, ps = _peak(lex, depth), _peak(sem, depth)
         total = pl + ps
         wl, ws = (0.5, 0.5) if total == 0 else (pl / total, ps / total)
@@ -178,7 +183,7 @@ def relative_sum(lexical: float = 1.0, semantic: float = 1.0, power: float = 1.0
     """Each leg's score divided by its best, raised to `power`, summed with weights: a leg's
     own confidence (how close a drawer is to its first) survives, unlike in rank fusion."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         nl, ns = _max_norm(lex), _max_norm(sem)
         return {
             d: lexical * nl.get(d, 0.0) ** power + semantic * ns.get(d, 0.0) ** power
@@ -192,7 +197,7 @@ def coverage(lexical: float = 0.5, cap: float = 1.0) -> Method:
     """BM25 over the query's lexical mass (the sum of its terms' IDF: about what a drawer holding
     each term once scores), so a match on function words weighs little; plus the cosine."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         nl = {d: min(cap, s / mass) if mass > 0 else 0.0 for d, s in lex}
         ns = dict(sem)
         floor = min(ns.values(), default=0.0)
@@ -210,7 +215,7 @@ def split(
     """Each leg normalised its own way, the lexical share from `low` to `high` with the lexical
     leg's coverage (the daemon's family: `chosen` is one of it)."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
         share = low if not lex or mass <= 0 else low + (high - low) * min(1.0, lex[0][1] / mass)
         nl, ns = lexical(lex), semantic(sem)
         floor = min(ns.values(), default=0.0)
@@ -219,13 +224,18 @@ def split(
     return fuse
 
 
-def chosen(lex: Leg, sem: Leg, mass: float = 0.0) -> dict[str, float]:
+def chosen(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
     """The daemon's own fusion (`palace.search.fusion`)."""
-    return {drawer: score for drawer, score, _ in fusion.fuse(lex, sem, mass)}
+    return {drawer: score for drawer, score, _ in fusion.fuse(lex, sem, mass, chatter)}
+
+
+def unweighed(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    """The daemon's fusion without weighing chatter down (before "Chatter")."""
+    return chosen(lex, sem, mass)
 
 
 def methods() -> dict[str, Method]:
-    found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen}
+    found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen, "unweighed": unweighed}
     for low, high in ((0.2, 0.6), (0.2, 0.3), (0.2, 0.4), (0.3, 0.3), (0.1, 0.4)):
         found[f"minmax + z lex{low}-{high}"] = split(_minmax, _zscore, low, high)
         found[f"minmax + max lex{low}-{high}"] = split(_minmax, _max_norm, low, high)
@@ -251,6 +261,18 @@ def methods() -> dict[str, Method]:
         for cap in (0.5, 1.0, 2.0):
             found[f"coverage lex{w} cap{cap}"] = coverage(w, cap)
     return found
+
+
+def chatter(record: dict[str, Any]) -> set[str]:
+    """The drawers of a collection that are chatter, by their dataset texts."""
+    dataset = BENCHMARKS[record["benchmark"]][0]()
+    texts = {d.id: d.content for d in dataset.documents}
+    return {
+        drawer
+        for q in record["queries"]
+        for drawer, name in q["names"].items()
+        if name in texts and is_chatter(texts[name])
+    }
 
 
 def masses(benchmark: str) -> dict[str, float]:
@@ -284,7 +306,7 @@ def scored(record: dict[str, Any], method: Method | None, leg: str = "") -> list
             hits = [tuple(h) for h in q[leg][:limit]]
         else:
             lex, sem = _leg(q["lexical_any"], pool), _leg(q["semantic"], pool)
-            fused = method(lex, sem, record["mass"][q["id"]])
+            fused = method(lex, sem, record["mass"][q["id"]], record["chatter"])
             hits = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
         ranked = order_ties([(names.get(d, "?" + d), s) for d, s in hits])
         metrics = score_query(ranked, q["grades"])
@@ -329,6 +351,7 @@ def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
     mass = {b: masses(b) for b in {r["benchmark"] for r in records.values()}}
     for record in records.values():
         record["mass"] = mass[record["benchmark"]]
+        record["chatter"] = chatter(record)
     best = {name: best_leg(r) for name, r in records.items()}
     legs = {
         name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from palace.search.fusion import LEXICAL_HIGH, LEXICAL_LOW, fuse, lexical_weight
+from palace.search.chatter import is_chatter
+from palace.search.fusion import CHATTER_SHARE, LEXICAL_HIGH, LEXICAL_LOW, fuse, lexical_weight
 
 
 def test_the_formula_on_two_small_pools() -> None:
@@ -62,3 +63,41 @@ def test_equal_scores_rank_by_id_and_empty_legs_fuse() -> None:
     only_semantic = fuse([], [("s1", 0.8), ("s2", 0.4)], 0.0)
     assert [d for d, _, _ in only_semantic] == ["s1", "s2"]
     assert fuse([], [], 0.0) == []
+
+
+def test_chatter_keeps_its_share_of_the_fused_score() -> None:
+    lexical = [("wow", 3.0), ("fact", 2.0)]
+    semantic = [("wow", 0.8), ("fact", 0.7)]
+    plain = {d: s for d, s, _ in fuse(lexical, semantic, 8.0)}
+    weighed = fuse(lexical, semantic, 8.0, {"wow"})
+    assert [d for d, _, _ in weighed] == ["fact", "wow"]
+    assert {d: s for d, s, _ in weighed} == pytest.approx(
+        {"wow": plain["wow"] * CHATTER_SHARE, "fact": plain["fact"]}
+    )
+    assert {d: signals for d, _, signals in weighed} == {
+        "wow": {"lexical": 3.0, "semantic": 0.8},
+        "fact": {"lexical": 2.0, "semantic": 0.7},
+    }
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["wow", "Diego: yep", "haha ok", "that's what I said", "right??", "👍", "", "Dr. Ng: thanks!"],
+)
+def test_a_drawer_of_function_words_and_interjections_is_chatter(content: str) -> None:
+    assert is_chatter(content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Diego: yep! a corgi named Waffles",
+        "Adelaide, right by the harbour",
+        "oui, merci",
+        "ok: deploy at 5",
+        "42",
+        "the cache",
+    ],
+)
+def test_a_drawer_with_a_word_of_its_own_is_not(content: str) -> None:
+    assert not is_chatter(content)

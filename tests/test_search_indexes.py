@@ -237,7 +237,7 @@ def test_vectors_of_an_unknown_profile_or_the_wrong_length_are_ignored(
         tmp_path, clock, profiles=[external_profile(), other], indexed_profiles={STANDIN: 8}
     )
     try:
-        good = palace.file("work", "db", "good", valid_from=instant(1))
+        good = palace.file("work", "db", "kept", valid_from=instant(1))
         foreign = palace.file("work", "db", "foreign", valid_from=instant(1))
         short = palace.file("work", "db", "short", valid_from=instant(1))
         palace.attach(good["id"], unit(1, 0))

@@ -13,8 +13,9 @@ oracle reads every drawer and embedding back from the store and answers each que
   b 0.75, field norms on tantivy's one-byte scale, float32);
 - semantic: cosine against each of the drawer's windows, the best one wins;
 - hybrid: pools of max(2 * limit, 20) from each leg (lexical in OR mode) fused by
-  `palace.search.fusion` with the query's lexical mass (the sum of its terms' IDF over the store),
-  ties by id; the formula itself is tested in `tests/test_search_fusion.py`.
+  `palace.search.fusion` with the query's lexical mass (the sum of its terms' IDF over the
+  store) and the drawers that are chatter, ties by id; the formula itself is tested in
+  `tests/test_search_fusion.py`.
 
 Two sets of indexes are checked over the same store. The ones that followed every write (the
 daemon's normal state) keep superseded versions of drawers as deleted tantivy documents until a
@@ -43,6 +44,7 @@ from tantivy import Filter, TextAnalyzerBuilder, Tokenizer
 from palace.filing import Filing
 from palace.search import fusion
 from palace.search import indexes as search_indexes
+from palace.search.chatter import is_chatter
 from palace.search.indexes import SearchIndexes
 from palace.search.lexical import terms
 from palace.search.query import from_body
@@ -88,6 +90,7 @@ VOCABULARY = tuple(
     ).split()
 )
 ABSENT = ("zeppelin", "quasar", "nebula")
+CHATTER = ("ok", "yes", "wow", "the", "a", "of", "on", "in", "to")
 
 
 def _analyzer() -> Any:
@@ -146,7 +149,10 @@ OPEN_END = 2**63
 
 
 def _content(rng: random.Random) -> str:
-    """3-14 words, common ones more often; case and punctuation vary."""
+    """3-14 words, common ones more often; case and punctuation vary. One in twenty is chatter
+    (`palace.search.chatter`), which hybrid weighs down."""
+    if rng.random() < 0.05:
+        return ", ".join(rng.choices(CHATTER, k=rng.randint(1, 4)))
     weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(VOCABULARY))]
     words = rng.choices(VOCABULARY, weights=weights, k=rng.randint(3, 14))
     text = " ".join(words)
@@ -273,6 +279,7 @@ class Record:
     tokens: tuple[str, ...]
     terms: frozenset[str]
     windows: np.ndarray | None  # unit rows, float64
+    chatter: bool
 
 
 @dataclass(frozen=True)
@@ -344,6 +351,7 @@ class Oracle:
                     tokens=tokens,
                     terms=frozenset(terms(row["content"])),
                     windows=vectors.get(row["id"]),
+                    chatter=is_chatter(row["content"]),
                 )
             )
         # BM25 statistics over every stored drawer, as an index holding exactly the store has.
@@ -446,7 +454,8 @@ class Oracle:
         pool = max(2 * ask.limit, 20)
         lexical = self.lexical(ask, scope, every=False)[:pool]
         semantic = self.semantic(ask, scope)[:pool]
-        fused = fusion.fuse(lexical, semantic, self.mass(terms(ask.text)))
+        chatter = {r.id for r in scope if r.chatter}
+        fused = fusion.fuse(lexical, semantic, self.mass(terms(ask.text)), chatter)
         return [(drawer_id, score) for drawer_id, score, _ in fused], lexical, semantic
 
 

@@ -1,4 +1,5 @@
-"""What the vector leg filters by: every drawer's scope fields, in numpy arrays.
+"""What the vector leg filters by: every drawer's scope fields, in numpy arrays; and whether
+it is chatter (`palace.search.chatter`), which the hybrid ranking weighs down.
 
 A drawer has a row for the life of the daemon; a deleted drawer's row is marked dead. A scope
 becomes a boolean mask over the rows in well under a millisecond at 100,000 drawers, so the
@@ -7,6 +8,7 @@ vector leg filters before it ranks (search.md section 2), never after.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from palace.search.scope import Scope
 
 _GROW = 1024
+_ARRAYS = ("alive", "wing", "room", "source_kind", "valid_from", "valid_to", "chatter")
 
 
 class Catalog:
@@ -27,6 +30,7 @@ class Catalog:
         self.source_kind = np.zeros(0, dtype=np.int32)
         self.valid_from = np.zeros(0, dtype=np.int64)
         self.valid_to = np.zeros(0, dtype=np.int64)
+        self.chatter = np.zeros(0, dtype=bool)
         self.tags: dict[str, set[int]] = {}
         self._row_tags: dict[int, tuple[str, ...]] = {}
 
@@ -52,7 +56,7 @@ class Catalog:
 
     def _grow(self) -> None:
         size = len(self.alive) + max(_GROW, len(self.alive))
-        for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to"):
+        for name in _ARRAYS:
             old = getattr(self, name)
             new = np.zeros(size, dtype=old.dtype)
             new[: len(old)] = old
@@ -71,7 +75,14 @@ class Catalog:
         self.source_kind[row] = self._code(drawer["source_kind"])
         self.valid_from[row] = drawer["valid_from"]
         self.valid_to[row] = drawer["valid_to"]
+        self.chatter[row] = drawer["chatter"]
         self._set_tags(row, tuple(drawer["tags"]))
+
+    def chatter_among(self, drawer_ids: Iterable[str]) -> set[str]:
+        """Those of `drawer_ids` that are chatter."""
+        return {
+            d for d in drawer_ids if (row := self.rows.get(d)) is not None and self.chatter[row]
+        }
 
     def remove(self, drawer_id: str) -> None:
         row = self.rows.get(drawer_id)
@@ -116,10 +127,7 @@ class Catalog:
             "ids": self.ids,
             "codes": self._codes,
             "tags": self._row_tags,
-            **{
-                name: getattr(self, name)[:count]
-                for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to")
-            },
+            **{name: getattr(self, name)[:count] for name in _ARRAYS},
         }
 
     @classmethod
@@ -128,7 +136,7 @@ class Catalog:
         catalog.ids = list(state["ids"])
         catalog.rows = {drawer_id: row for row, drawer_id in enumerate(catalog.ids)}
         catalog._codes = dict(state["codes"])
-        for name in ("alive", "wing", "room", "source_kind", "valid_from", "valid_to"):
+        for name in _ARRAYS:
             setattr(catalog, name, np.array(state[name]))
         for row, tags in state["tags"].items():
             catalog._set_tags(row, tuple(tags))

@@ -21,22 +21,31 @@ was, the lexical leg's new finds unused (any@10 0.688 against 0.720 now, all@10 
 0.659, the judged set alike but for one question; docs/retrieval.md, "Fusion").
 
 A drawer the lexical leg did not find gets 0 there (a pool of one, or of equal scores, is all 1);
-one the semantic leg did not find gets the pool's lowest share. Everything is arithmetic
-over the two pools: no store round trip.
+one the semantic leg did not find gets the pool's lowest share. A drawer that is chatter
+(`palace.search.chatter`: "wow", "Diego: yep") keeps `CHATTER_SHARE` of its fused score: it
+matches a question by its function words and its speaker's name, and answers none. Everything
+is arithmetic over the two pools: no store round trip.
 """
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 LEXICAL_LOW = 0.2
 LEXICAL_HIGH = 0.3
+# 0.5 and 0.7 measured alike on the conversational benchmark, 0.85 a little worse
+# (docs/retrieval.md, "Chatter").
+CHATTER_SHARE = 0.5
 
 Leg = list[tuple[str, float]]
 
 
-def fuse(lexical: Leg, semantic: Leg, mass: float) -> list[tuple[str, float, dict[str, float]]]:
+def fuse(
+    lexical: Leg, semantic: Leg, mass: float, chatter: Container[str] = ()
+) -> list[tuple[str, float, dict[str, float]]]:
     """(drawer id, fused score, each leg's own score), best first, equal scores by id.
     `lexical` and `semantic` are the legs' pools, best first; `mass` is the query's lexical
-    mass (`LexicalIndex.mass`)."""
+    mass (`LexicalIndex.mass`); `chatter` holds the pools' drawers that are chatter."""
     weight = lexical_weight(lexical, mass)
     lexical_values, semantic_values = _min_max(lexical), _of_best(semantic)
     semantic_floor = min(semantic_values.values(), default=0.0)
@@ -45,8 +54,11 @@ def fuse(lexical: Leg, semantic: Leg, mass: float) -> list[tuple[str, float, dic
         for drawer_id, score in hits:
             signals.setdefault(drawer_id, {})[leg] = score
     fused = {
-        drawer_id: weight * lexical_values.get(drawer_id, 0.0)
-        + (1.0 - weight) * semantic_values.get(drawer_id, semantic_floor)
+        drawer_id: (
+            weight * lexical_values.get(drawer_id, 0.0)
+            + (1.0 - weight) * semantic_values.get(drawer_id, semantic_floor)
+        )
+        * (CHATTER_SHARE if drawer_id in chatter else 1.0)
         for drawer_id in signals
     }
     ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))

@@ -37,6 +37,7 @@ from kernel.errors import MemCastleError, StoreFailed
 from palace.drawers import read_source
 from palace.search import turns
 from palace.search.catalog import Catalog
+from palace.search.chatter import is_chatter
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
 from palace.search.query import held_ns
 from palace.search.repository import SearchRepository
@@ -45,7 +46,8 @@ from palace.search.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
-SNAPSHOT_VERSION = 1
+# 2: the catalog says which drawers are chatter; an older snapshot is rebuilt.
+SNAPSHOT_VERSION = 2
 FEED_PAGE = 1000
 SCAN_PAGE = 2000
 # Changes written while a rebuild scans the store are read again from the feed, from this long
@@ -92,11 +94,13 @@ def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
         kind, uri, chunk = stored.get("kind"), stored.get("uri"), stored.get("origin")
     valid_to = drawer.get("valid_to")
     valid_from = held_ns(_instant(drawer["valid_from"]))
+    content = drawer.get("content") or ""
     return {
         "id": drawer["id"],
         "wing": drawer["wing"],
         "room": drawer["room"],
-        "content": drawer.get("content") or "",
+        "content": content,
+        "chatter": is_chatter(content),
         "tags": list(drawer.get("tags") or []),
         "source_kind": read_source({"kind": kind} if "source_kind" in drawer else source)["kind"],
         "valid_from": valid_from,
