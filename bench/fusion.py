@@ -298,7 +298,7 @@ def masses(benchmark: str) -> dict[str, float]:
 def scored(record: dict[str, Any], method: Method | None, leg: str = "") -> list[dict[str, Any]]:
     """Each query's metrics under a method (or a single leg, as the daemon ranks it alone)."""
     limit = record["limit"]
-    pool = max(2 * limit, 20)
+    pool = fusion.pool(limit)
     out = []
     for q in record["queries"]:
         names = {**q["names"]}

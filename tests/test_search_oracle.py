@@ -12,7 +12,7 @@ oracle reads every drawer and embedding back from the store and answers each que
   when nothing matched and the query has two terms or more; BM25 is tantivy's formula (k1 1.2,
   b 0.75, field norms on tantivy's one-byte scale, float32);
 - semantic: cosine against each of the drawer's windows, the best one wins;
-- hybrid: pools of max(2 * limit, 20) from each leg (lexical in OR mode) fused by
+- hybrid: pools of max(limit, 20) from each leg (lexical in OR mode) fused by
   `palace.search.fusion` with the query's lexical mass (the sum of its terms' IDF over the
   store) and the drawers that are chatter, ties by id; the formula itself is tested in
   `tests/test_search_fusion.py`.
@@ -451,7 +451,7 @@ class Oracle:
 
     def hybrid(self, ask: Ask, scope: list[Record]) -> tuple[Ranked, Ranked, Ranked]:
         """The fused ranking and the two pools it came from."""
-        pool = max(2 * ask.limit, 20)
+        pool = max(ask.limit, 20)
         lexical = self.lexical(ask, scope, every=False)[:pool]
         semantic = self.semantic(ask, scope)[:pool]
         chatter = {r.id for r in scope if r.chatter}
@@ -742,7 +742,7 @@ def test_hybrid_matches_the_oracle_exactly_on_rebuilt_indexes(world: World) -> N
         ask = replace(ask, ranking="hybrid")
         scope = world.oracle.in_scope(ask)
         fused, lexical, semantic = world.oracle.hybrid(ask, scope)
-        pool = max(2 * ask.limit, 20)
+        pool = max(ask.limit, 20)
         full_lexical = world.oracle.lexical(ask, scope, every=False)
         full_semantic = world.oracle.semantic(ask, scope)
         if ambiguous(full_lexical, pool, LEXICAL_NOISE, True) or ambiguous(
@@ -777,6 +777,24 @@ def test_hybrid_matches_the_oracle_exactly_on_rebuilt_indexes(world: World) -> N
     assert checked >= QUERIES // 3 and skipped <= checked // 10, (checked, skipped)
 
 
+def test_a_shorter_hybrid_page_is_the_start_of_a_longer_one(world: World) -> None:
+    """Up to the pool's floor of 20 the pools do not grow with the page, so asking for 5 or 10
+    hits gives the first 5 or 10 of a page of 20 (with pools of twice the page, a page of 20
+    fused other pools and ranked its first ten otherwise)."""
+    checked = 0
+    for ask in ask_many(7, 40, world.generated):
+        if ask.vector is None:
+            continue
+        longest = [
+            i for i, _ in hits(search(world.rebuilt, replace(ask, ranking="hybrid", limit=20)))
+        ]
+        for limit in (1, 5, 10):
+            page = search(world.rebuilt, replace(ask, ranking="hybrid", limit=limit))
+            assert [i for i, _ in hits(page)] == longest[:limit], describe(ask)
+        checked += 1
+    assert checked >= 10
+
+
 def test_hybrid_on_the_indexes_that_followed_every_write(world: World) -> None:
     """The semantic pool is exact; a lexical signal is given only to drawers holding a query
     word; the order is by fused score then id."""
@@ -786,7 +804,7 @@ def test_hybrid_on_the_indexes_that_followed_every_write(world: World) -> None:
             continue
         ask = replace(ask, ranking="hybrid")
         scope = world.oracle.in_scope(ask)
-        pool = max(2 * ask.limit, 20)
+        pool = max(ask.limit, 20)
         semantic = world.oracle.semantic(ask, scope)
         if ambiguous(semantic, pool, SEMANTIC_NOISE, False):
             continue

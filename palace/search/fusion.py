@@ -33,6 +33,12 @@ from collections.abc import Container
 
 LEXICAL_LOW = 0.2
 LEXICAL_HIGH = 0.3
+# The candidates each leg gives the fusion: the page, and at least `POOL_MIN`. Not a multiple
+# of the page, as it was (twice the page): a page's first hits are then the same whatever its
+# length up to `POOL_MIN`, where a page of 20 fused pools of 40 and its first ten were not the
+# page of 10; and pools of 20 measured better than pools of 40 on the conversational turns
+# (docs/retrieval.md, "Chatter").
+POOL_MIN = 20
 # 0.5 and 0.7 measured alike on the conversational benchmark, 0.85 a little worse
 # (docs/retrieval.md, "Chatter").
 CHATTER_SHARE = 0.5
@@ -63,6 +69,11 @@ def fuse(
     }
     ranked = sorted(fused.items(), key=lambda item: (-item[1], item[0]))
     return [(drawer_id, score, signals[drawer_id]) for drawer_id, score in ranked]
+
+
+def pool(limit: int) -> int:
+    """How many candidates each leg gives a page of `limit` hits."""
+    return max(limit, POOL_MIN)
 
 
 def lexical_weight(lexical: Leg, mass: float) -> float:

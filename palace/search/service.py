@@ -163,7 +163,7 @@ class SearchService:
             return [
                 (i, s, {"semantic": s}) for i, s in self._semantic(profile, vector, scope, limit)
             ]
-        pool = max(2 * limit, 20)
+        pool = fusion.pool(limit)
         words = lexical.terms(text)
         lexical_hits = self._lexical_leg(words, scope, pool, every_word=False)
         semantic_hits = self._semantic(profile, vector, scope, pool)
