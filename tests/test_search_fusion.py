@@ -82,7 +82,19 @@ def test_chatter_keeps_its_share_of_the_fused_score() -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ["wow", "Diego: yep", "haha ok", "that's what I said", "right??", "👍", "", "Dr. Ng: thanks!"],
+    [
+        "wow",
+        "Diego: yep",
+        "haha ok",
+        "that's what I said",
+        "right??",
+        "👍",
+        "",
+        "Dr. Ng: thanks!",
+        "Diego: heyyy",
+        "noooo",
+        "Priya: later!",
+    ],
 )
 def test_a_drawer_of_function_words_and_interjections_is_chatter(content: str) -> None:
     assert is_chatter(content)
@@ -97,6 +109,8 @@ def test_a_drawer_of_function_words_and_interjections_is_chatter(content: str) -
         "ok: deploy at 5",
         "42",
         "the cache",
+        "evening folks",
+        "www.example.com",
     ],
 )
 def test_a_drawer_with_a_word_of_its_own_is_not(content: str) -> None:

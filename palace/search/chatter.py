@@ -17,8 +17,8 @@ import re
 
 from palace.search.lexical import terms
 
-# Function words (the common English stop lists, with "said", "say" and "one") and the
-# interjections, backchannels and courtesies of chat.
+# Function words (the common English stop lists, with "said", "say" and "one"); the
+# interjections, backchannels and courtesies of chat; its greetings and farewells.
 _FUNCTION_WORDS = """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
 her hers herself it its itself they them their theirs themselves what which who whom this that
@@ -34,9 +34,14 @@ ok okay k yes yeah yep yup nah nope wow omg lol haha hahaha hmm ugh oops yikes a
 hi hello bye night thanks thank sorry sure right true exactly fine cool nice great amazing
 awesome congrats really wait done good maybe brb ttyl gn tbh lmao please fair enough
 """
+_GREETINGS = """
+hiya yo sup howdy morning afternoon evening later cya x xx
+"""
 CHATTER_TERMS = frozenset(
-    term for word in (_FUNCTION_WORDS + _INTERJECTIONS).split() for term in terms(word)
+    term for word in (_FUNCTION_WORDS + _INTERJECTIONS + _GREETINGS).split() for term in terms(word)
 )
+# Chat stretches a word ("heyyy", "noooo", "yesss"): a letter three times or more counts once.
+_STRETCHED = re.compile(r"(\w)\1{2,}")
 
 # "Diego: ", "user: ", "Dr. Ng: ": the speaker of a turn filed as `Speaker: text`.
 _SPEAKER = re.compile(r"^[^\s:][^:\n]{0,39}: ")
@@ -49,8 +54,9 @@ MAX_CHATTER_LENGTH = 200
 
 def is_chatter(content: str) -> bool:
     """Whether a drawer's text, past a speaker label, is at most `MAX_CHATTER_LENGTH`
-    characters and holds no word but function words and interjections."""
+    characters and holds no word but function words, interjections, greetings and farewells,
+    stretched or not."""
     own = _SPEAKER.sub("", content, count=1)
     if len(own) > MAX_CHATTER_LENGTH:
         return False
-    return all(term in CHATTER_TERMS for term in terms(own))
+    return all(term in CHATTER_TERMS for term in terms(_STRETCHED.sub(r"\1", own)))
