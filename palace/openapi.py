@@ -3,6 +3,7 @@ allows is one the daemon takes: a drf-spectacular post-processing hook."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from palace.names import MAX_NAME_LENGTH
@@ -20,15 +21,22 @@ UUID_SHAPED = r"^(?:urn:)?(?:uuid:)?\{*(?:-*[0-9A-Fa-f]){32}-*\}*$"
 DRAWER_NAME_ENDS = rf"^[^\s{CONTROL}](?:[^{CONTROL}]*[^\s{CONTROL}])?$"
 _SEGMENT = rf"(?:[^/.{CONTROL}][^/{CONTROL}]*|\.[^/.{CONTROL}][^/{CONTROL}]*|\.\.[^/{CONTROL}]+)"
 DRAWER_NAME_SEGMENTS = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
-# The request fields that name a wing or a room, by component.
-NAMED = {
-    "NamedBodyRequest": ("name",),
-    "DiaryBodyRequest": ("wing",),
-    "NoteBodyRequest": ("wing", "room"),
-    "JobSubmissionRequest": ("wing",),
+NOT_UUID = {"not": {"pattern": UUID_SHAPED}}
+SEGMENT_RULES = {"pattern": SEGMENT_NAME, "maxLength": MAX_NAME_LENGTH, **NOT_UUID}
+DRAWER_NAME_RULES = {
+    "pattern": DRAWER_NAME_ENDS,
+    "allOf": [{"pattern": DRAWER_NAME_SEGMENTS}],
+    "maxLength": MAX_NAME_LENGTH,
+    **NOT_UUID,
 }
-# The request fields that name a drawer, by component.
-DRAWER_NAMED = {"DrawerBodyRequest": ("name",)}
+# The request fields that name a wing, a room or a drawer, by component, with their rules.
+NAMED = {
+    "NamedBodyRequest": (("name",), SEGMENT_RULES),
+    "DiaryBodyRequest": (("wing",), SEGMENT_RULES),
+    "NoteBodyRequest": (("wing", "room"), SEGMENT_RULES),
+    "JobSubmissionRequest": (("wing",), SEGMENT_RULES),
+    "DrawerBodyRequest": (("name",), DRAWER_NAME_RULES),
+}
 
 
 # The path parameters that name a wing or a room, or give its UUID.
@@ -49,25 +57,11 @@ def declare_name_rules(
                         pattern=SEGMENT_NAME, maxLength=MAX_NAME_LENGTH
                     )
     schemas = result.get("components", {}).get("schemas", {})
-    for component, fields in NAMED.items():
+    for component, (fields, rules) in NAMED.items():
         properties = schemas.get(component, {}).get("properties", {})
         for field in fields:
             if field in properties:
-                properties[field].update(
-                    pattern=SEGMENT_NAME,
-                    maxLength=MAX_NAME_LENGTH,
-                    **{"not": {"pattern": UUID_SHAPED}},
-                )
-    for component, fields in DRAWER_NAMED.items():
-        properties = schemas.get(component, {}).get("properties", {})
-        for field in fields:
-            if field in properties:
-                properties[field].update(
-                    pattern=DRAWER_NAME_ENDS,
-                    maxLength=MAX_NAME_LENGTH,
-                    allOf=[{"pattern": DRAWER_NAME_SEGMENTS}],
-                    **{"not": {"pattern": UUID_SHAPED}},
-                )
+                properties[field].update(copy.deepcopy(rules))
     return result
 
 
