@@ -79,11 +79,9 @@ def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
     lexical_any = [(h["id"], h["signals"]["lexical"]) for h in hybrid if "lexical" in h["signals"]]
     return {
         "id": query.id,
-        "text": query.text,
         "category": query.category,
         "grades": query.grades(),
         "names": {h["id"]: seeded.dataset_ids.get(h["id"], "?") for h in hybrid},
-        "valid_from": {h["id"]: h["valid_from"] for h in hybrid},
         "lexical": [(h["id"], h["score"]) for h in ask("lexical", COLLECT_LIMIT)],
         "lexical_any": sorted(lexical_any, key=lambda hit: (-hit[1], hit[0])),
         "semantic": [(h["id"], h["score"]) for h in ask("semantic", COLLECT_LIMIT)],
@@ -263,16 +261,10 @@ def methods() -> dict[str, Method]:
     return found
 
 
-def chatter(record: dict[str, Any]) -> set[str]:
-    """The drawers of a collection that are chatter, by their dataset texts."""
-    dataset = BENCHMARKS[record["benchmark"]][0]()
-    texts = {d.id: d.content for d in dataset.documents}
-    return {
-        drawer
-        for q in record["queries"]
-        for drawer, name in q["names"].items()
-        if name in texts and is_chatter(texts[name])
-    }
+def chattering(benchmark: str) -> set[str]:
+    """The dataset ids of a benchmark's documents that are chatter."""
+    dataset = BENCHMARKS[benchmark][0]()
+    return {d.id for d in dataset.documents if is_chatter(d.content)}
 
 
 def masses(benchmark: str) -> dict[str, float]:
@@ -348,10 +340,17 @@ def best_leg(records: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
     records = {p.stem: json.loads(p.read_text()) for p in sorted(data.glob("*.json"))}
-    mass = {b: masses(b) for b in {r["benchmark"] for r in records.values()}}
+    benchmarks = {r["benchmark"] for r in records.values()}
+    mass = {b: masses(b) for b in benchmarks}
+    chatter = {b: chattering(b) for b in benchmarks}
     for record in records.values():
         record["mass"] = mass[record["benchmark"]]
-        record["chatter"] = chatter(record)
+        record["chatter"] = {
+            drawer
+            for q in record["queries"]
+            for drawer, name in q["names"].items()
+            if name in chatter[record["benchmark"]]
+        }
     best = {name: best_leg(r) for name, r in records.items()}
     legs = {
         name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}
