@@ -97,8 +97,8 @@ def declare_no_nul(
 ) -> dict[str, Any]:
     """drf-spectacular post-processing hook: every free-text string of a request (its query and
     path parameters, and the request bodies' components) declares that it holds no NUL
-    character, which every route refuses. Strings with an enum, a format
-    or a pattern of their own already say more."""
+    character, which every route refuses. Strings with an enum, a format or a pattern of their
+    own already say more."""
     for item in result.get("paths", {}).values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
