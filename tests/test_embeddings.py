@@ -48,6 +48,7 @@ from kernel.store import Store
 from memcastle_project.composition import Services, compose
 from palace.embeddings import local, providers
 from palace.embeddings.job import EmbedSweeper
+from palace.embeddings.passages import passages
 from palace.embeddings.repository import EmbeddingRepository
 from palace.embeddings.service import EmbeddingService
 from palace.filing import Filing
@@ -428,6 +429,41 @@ def test_a_drawer_is_all_its_windows_and_a_query_its_first(minilm: local.MiniLM)
     np.testing.assert_allclose(short[0], minilm.embed_query("hello world"), atol=1e-5)
     np.testing.assert_allclose(long[0], minilm.embed_query(LONG), atol=1e-5)
     assert float(long[0] @ long[-1]) < 0.999  # different windows, different vectors
+
+
+# A session of the conversational benchmark (tests/eval/conversations.py), whose answer to "What
+# does Hannah drive?" is one turn among fourteen.
+SESSION = "\n".join(
+    [
+        "Grace: hi!",
+        "Grace: seen the new cafe on the corner?",
+        "Hannah: tried it, the cake is good",
+        "Hannah: did you see the game last night?",
+        "Grace: only the second half, what a mess",
+        "Grace: how do you get around?",
+        "Hannah: an old Volvo estate mostly",
+        "Grace: oh no",
+        "Grace: I'm saving up for a trip to Japan next year",
+        "Hannah: ugh, sorry",
+        "Grace: what should I watch next?",
+        "Hannah: Bake Off, trust me",
+        "Grace: haha love that",
+        "Hannah: ttyl",
+    ]
+)
+
+
+def test_a_conversation_is_its_windows_then_its_passages(minilm: local.MiniLM) -> None:
+    (vectors,) = minilm.embed_documents([SESSION])
+    found = passages(SESSION)
+    assert vectors.shape == (1 + len(found), 384) and len(found) == 14 - 6 + 1
+    np.testing.assert_allclose(vectors[0], minilm.embed_query(SESSION), atol=1e-5)
+    np.testing.assert_allclose(vectors[-1], minilm.embed_query(found[-1]), atol=1e-5)
+    # The passage nearest the question holds its answer, and is nearer it than the session.
+    question = minilm.embed_query("What does Hannah drive?")
+    nearest = int(np.argmax(vectors[1:] @ question))
+    assert "Volvo" in found[nearest]
+    assert float(vectors[1 + nearest] @ question) > float(vectors[0] @ question) + 0.05
 
 
 def test_windows_embedded_at_once_are_each_what_they_are_alone(minilm: local.MiniLM) -> None:

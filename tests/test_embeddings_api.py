@@ -120,7 +120,10 @@ def test_a_vector_is_attached_replaced_and_never_shown(
         "provider": "local",
         "model": "all-MiniLM-L6-v2",
         "dimensions": 384,
-        "pipeline": "minilm-l6-v2 onnx int8; windows 256/32; mean pool; l2",
+        "pipeline": (
+            "minilm-l6-v2 onnx int8; windows 256/32; conversations also as passages of 6 turns; "
+            "mean pool; l2"
+        ),
     }
     shown = client.get(f"/api/drawers/{drawer['id']}").json()
     assert not {"embedding", "embeddings", "vectors"} & set(shown)

@@ -13,8 +13,10 @@ vectors of the two have a cosine of 0.99 or more, and the retrieval figures of `
 stay within about 0.01 of each other (docs/retrieval.md).
 
 A text longer than one window of 256 tokens is cut into windows that share 32 tokens, and each
-window is embedded: a drawer is stored as all its windows, never silently truncated. A query is
-embedded as its first window. The model is loaded on first use, once per process.
+window is embedded: a drawer is stored as all its windows, never silently truncated. A drawer that
+is a conversation is also stored as its passages of a few turns (`passages.py`), so that the turns
+answering a question are not drowned by the rest of the session. A query is embedded as its first
+window. The model is loaded on first use, once per process.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from kernel.errors import EmbedFailed
 from kernel.profiles import LOCAL_DIMENSIONS, LOCAL_STRIDE, LOCAL_WINDOW
+from palace.embeddings.passages import passages
 
 GRAPH = "minilm-int8.onnx"
 UNQUANTIZED_GRAPH = "minilm.onnx"
@@ -190,8 +193,12 @@ class MiniLM:
             out[row] = vectors[0]
 
     def embed_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Each text as a (windows, 384) array: every window, none dropped."""
-        per_text = [self.windows(text) for text in texts]
+        """Each text as a (vectors, 384) array: every window, none dropped, then the first
+        window of each of its passages when it is a conversation (`passages`)."""
+        per_text = [
+            self.windows(text) + [self.windows(passage)[0] for passage in passages(text)]
+            for text in texts
+        ]
         flat = [window for windows in per_text for window in windows]
         vectors = self.embed_windows(flat)
         found, start = [], 0
