@@ -115,15 +115,18 @@ FUSION_METRICS = ("hit@1", "hit@5", "hit@10", "all@10")
 
 def fusion_shortfalls(
     report: Mapping[str, Mapping[str, Mapping[str, Mapping[str, float]]]],
+    *,
+    per_category: bool = True,
 ) -> list[str]:
     """Where hybrid ranks below its best single leg (issue 26): any@1, any@5, any@10 and
-    all@10, over every query and per category. Fusion that loses to one of its own legs is
-    worse than choosing that leg; a report without the three rankings has nothing to check."""
+    all@10, over every query and (unless `per_category` is false) per category. Fusion that
+    loses to one of its own legs is worse than choosing that leg; a report without the three
+    rankings has nothing to check."""
     overall, categories = report["configurations"], report["categories"]
     if not {"lexical", "semantic", "hybrid"} <= set(overall):
         return []
     cells = [("(all)", {name: overall[name] for name in ("lexical", "semantic", "hybrid")})]
-    for category in categories["hybrid"]:
+    for category in categories["hybrid"] if per_category else ():
         cells.append(
             (
                 category,
