@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from palace.embeddings.passages import passages
+from sources.chunking import chunk
+
 BUNDLED = Path(__file__).resolve().parent.parent / "sources" / "bundled"
 for directory in ("common", "claude", "codex", "chatgpt", "pi", "opencode"):
     if str(BUNDLED / directory) not in sys.path:
@@ -54,7 +57,7 @@ def documents(source: Any, ref: mt.Ref) -> list[tuple[mt.RawDoc, mt.Canonical]]:
 
 
 def filed_text(document: mt.Canonical) -> str:
-    return "\n".join(document.segments)
+    return "".join(document.segments)
 
 
 def assert_left_out(document: mt.Canonical) -> None:
@@ -169,10 +172,26 @@ def test_consecutive_messages_of_one_role_are_one_turn_stamped_with_its_first_ti
         mt.Turn("user", None, ("Thanks",)),
     ]
     assert mt.segments(turns) == [
-        "[2026-09-14 10:02 UTC] user: Please list the files",
-        "[2026-09-14 10:03 UTC] assistant: [tool: Bash ls]\nThere are two.",
-        "user: Thanks",
+        "[2026-09-14 10:02 UTC] user: Please list the files\n",
+        "[2026-09-14 10:03 UTC] assistant: [tool: Bash ls]\nThere are two.\n",
+        "user: Thanks\n",
     ]
+
+
+def test_a_chunk_of_a_transcript_holds_each_turn_on_lines_of_its_own() -> None:
+    """The core packs segments into a chunk as they are: each turn begins a line, so the chunk
+    reads as the conversation and is embedded with its passages of turns."""
+    start = dt.datetime(2026, 9, 14, 10, 0, tzinfo=dt.UTC)
+    turns = [
+        mt.Turn(role, start + dt.timedelta(minutes=n), (f"message {n}", "[tool: Bash ls]"))
+        for n, role in enumerate(["user", "assistant"] * 4)
+    ]
+    (text,) = chunk(mt.segments(turns), 6000)
+    lines = text.splitlines()
+    assert lines[0] == "[2026-09-14 10:00 UTC] user: message 0"
+    assert lines[2] == "[2026-09-14 10:01 UTC] assistant: message 1"
+    assert len(lines) == 16 and text.endswith("[tool: Bash ls]\n")
+    assert len(passages(text)) == 8 - 6 + 1
 
 
 def test_the_title_is_the_first_user_message_on_one_line_of_80_characters() -> None:
@@ -275,8 +294,9 @@ def test_claude_files_each_session_as_its_turns(claude: list[Path], home: Path) 
     assert document.tags == ["transcript", "claude"]
     assert document.title == question(0, 0)
     assert document.segments[:2] == [
-        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}",
-        f"[2026-09-14 10:00 UTC] assistant: {answer(0, 0)}\n[tool: Bash ls -la]\nDone with turn 0.",
+        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}\n",
+        f"[2026-09-14 10:00 UTC] assistant: {answer(0, 0)}\n[tool: Bash ls -la]\n"
+        "Done with turn 0.\n",
     ]
     assert len(document.segments) == 4
     assert_left_out(document)
@@ -357,7 +377,7 @@ def test_an_edited_claude_session_comes_again_with_a_new_revision(claude: list[P
     assert before is not None and after is not None
     assert after.external_id == before.external_id
     assert after.revision != before.revision
-    assert source.normalize(after).segments[-2].endswith("user: One more question")
+    assert source.normalize(after).segments[-2].endswith("user: One more question\n")
 
 
 def test_claude_since_skips_sessions_modified_before_it(claude: list[Path]) -> None:
@@ -426,8 +446,8 @@ def test_codex_files_what_was_said_without_the_injected_context(home: Path, lega
     assert document.title == question(0, 0)
     stamp = "" if legacy else "[2026-09-14 10:00 UTC] "
     assert document.segments[:2] == [
-        f"{stamp}user: {question(0, 0)}",
-        f"{stamp}assistant: [tool: shell ls -la]\n{answer(0, 0)}",
+        f"{stamp}user: {question(0, 0)}\n",
+        f"{stamp}assistant: [tool: shell ls -la]\n{answer(0, 0)}\n",
     ]
     assert len(document.segments) == 4
     text = filed_text(document)
@@ -477,7 +497,7 @@ def test_pi_files_sessions_of_format_3(home: Path) -> None:
     assert document.room == "home-alice-api"
     assert document.name == written[1].stem
     assert document.segments[1] == (
-        f"[2026-09-14 11:00 UTC] assistant: {answer(1, 0)}\n[tool: bash ls -la]"
+        f"[2026-09-14 11:00 UTC] assistant: {answer(1, 0)}\n[tool: bash ls -la]\n"
     )
     assert_left_out(document)
 
@@ -541,8 +561,8 @@ def test_chatgpt_files_the_shown_branch_of_each_conversation(export: Path) -> No
     assert document.name == conversation_id
     assert document.uri == f"https://chatgpt.com/c/{conversation_id}"
     assert document.segments[:2] == [
-        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}",
-        f"[2026-09-14 10:00 UTC] assistant: [tool: python print(1)]\n{answer(0, 0)}",
+        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}\n",
+        f"[2026-09-14 10:00 UTC] assistant: [tool: python print(1)]\n{answer(0, 0)}\n",
     ]
     assert len(document.segments) == 4
     assert "abandoned" not in filed_text(document)
@@ -580,7 +600,7 @@ def test_chatgpt_reads_a_conversation_again_after_the_export_changed(
     assert [candidate.external_id for candidate in again] == [first_id]
     edited = source.read(ref, again[0])
     assert edited is not None
-    assert source.normalize(edited).segments[-1].endswith("user: Ünïcode follow-up ✓")
+    assert source.normalize(edited).segments[-1].endswith("user: Ünïcode follow-up ✓\n")
     # The third conversation moved in the file; its old span is found again by id.
     moved = source.read(ref, candidates[2])
     assert before is not None and moved is not None
@@ -705,8 +725,8 @@ def test_opencode_files_top_level_sessions_through_the_cli(
     assert document.room == "home-alice-app"
     assert document.name == ids[0]
     assert document.segments[:2] == [
-        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}",
-        f"[2026-09-14 10:00 UTC] assistant: {answer(0, 0)}\n[tool: bash ls -la]",
+        f"[2026-09-14 10:00 UTC] user: {question(0, 0)}\n",
+        f"[2026-09-14 10:00 UTC] assistant: {answer(0, 0)}\n[tool: bash ls -la]\n",
     ]
     assert "Called the Read tool" not in filed_text(document)
     assert_left_out(document)

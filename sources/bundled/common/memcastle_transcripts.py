@@ -436,7 +436,9 @@ def turn(role: str, time: dt.datetime | None, parts: Iterable[str]) -> Turn | No
 
 def segments(turns: Sequence[Turn]) -> list[str]:
     """One segment per turn: consecutive messages of one role (an assistant's text and tool
-    calls between two user messages, say) are one turn, stamped with its first time."""
+    calls between two user messages, say) are one turn, stamped with its first time. Each ends
+    with a line break: the core packs segments into a chunk as they are, so without it a turn
+    would run on after the one before on the same line."""
     grouped: list[tuple[str, dt.datetime | None, list[str]]] = []
     for each in turns:
         if grouped and grouped[-1][0] == each.role:
@@ -448,7 +450,7 @@ def segments(turns: Sequence[Turn]) -> list[str]:
 
 def _segment(role: str, time: dt.datetime | None, parts: list[str]) -> str:
     stamp = f"[{time.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC] " if time is not None else ""
-    return f"{stamp}{role}: " + "\n".join(parts)
+    return f"{stamp}{role}: " + "\n".join(parts) + "\n"
 
 
 def first_time(transcript: Transcript) -> dt.datetime | None:
