@@ -6,15 +6,15 @@ from kernel.profiles import LOCAL_PASSAGE_TURNS
 from palace.embeddings.passages import passages
 
 SESSION = [
-    "Grace: hi!",
-    "Grace: seen the new cafe on the corner?",
-    "Hannah: tried it, the cake is good",
-    "Hannah: did you see the game last night?",
-    "Grace: only the second half, what a mess",
-    "Grace: how do you get around?",
-    "Hannah: an old Volvo estate mostly",
-    "Grace: oh no",
-    "Hannah: ttyl",
+    "Ana: morning!",
+    "Ben: hey, how was the trip?",
+    "Ana: long, the train broke down twice",
+    "Ben: oh no",
+    "Ana: got a new job though, at the library",
+    "Ben: congrats!!",
+    "Ana: thanks, starts in May",
+    "Ben: what about the flat?",
+    "Ana: still looking, talk later",
 ]
 
 
