@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel.profiles import LOCAL_PASSAGE_TURNS
-from palace.embeddings.passages import passages
+from palace.embeddings.passages import MAX_PASSAGES, passages
 
 SESSION = [
     "Ana: morning!",
@@ -74,3 +74,14 @@ def test_prose_with_colons_is_not_a_conversation() -> None:
         ]
     )
     assert passages(prose) == []
+
+
+def test_a_long_conversation_has_at_most_so_many_passages_evenly_spread() -> None:
+    turns = [f"{'Ana' if n % 2 else 'Ben'}: turn {n}" for n in range(1000)]
+    found = passages("\n".join(turns))
+    stride = 8  # 995 starts over at most 128 passages
+    assert MAX_PASSAGES == 128 and len(found) == 125
+    assert found[0].startswith("Ben: turn 0\n") and found[1].startswith("Ben: turn 8\n")
+    assert found[-1].startswith(f"Ben: turn {124 * stride}\n")
+    at_the_limit = [f"{'Ana' if n % 2 else 'Ben'}: turn {n}" for n in range(128 + 5)]
+    assert len(passages("\n".join(at_the_limit))) == 128

@@ -13,6 +13,10 @@ turns, spoken by at least two speakers, each of whom speaks twice on average: a 
 line with a speaker label (`Hannah: `, or a mined transcript's `[2026-01-31 12:00 UTC] user: `) and
 runs on over the lines without one. The last two conditions keep out prose that merely has a
 colon, and lists of fields (`name: ...`, `version: ...`), whose labels are mostly all different.
+
+A drawer has at most `MAX_PASSAGES`: a longer conversation's passages start every few turns,
+evenly, so that one drawer of thousands of turns costs at most that many more vectors (its
+windows still cover every turn).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import re
 
 from kernel.profiles import LOCAL_PASSAGE_TURNS as PASSAGE_TURNS
 
+MAX_PASSAGES = 128
 # A speaker label, after a mined transcript's time stamp if any: up to 40 characters without a
 # colon, not starting with a space, a colon or a bracket (a `[tool: ...]` marker continues a turn).
 _TURN_START = re.compile(r"^(?:\[[^\]\n]{1,40}\] )?([^\s:\[][^:\n]{0,39}): ")
@@ -34,9 +39,11 @@ def passages(text: str) -> list[str]:
     speakers = {speaker for speaker, _ in turns}
     if len(speakers) < 2 or 2 * len(speakers) > len(turns):
         return []
+    starts = len(turns) - PASSAGE_TURNS + 1
+    stride = -(-starts // MAX_PASSAGES)
     return [
         "\n".join(lines for _, lines in turns[start : start + PASSAGE_TURNS])
-        for start in range(len(turns) - PASSAGE_TURNS + 1)
+        for start in range(0, starts, stride)
     ]
 
 
