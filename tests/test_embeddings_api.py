@@ -384,3 +384,40 @@ def test_a_failing_provider_fails_the_automatic_job(own: Callable[..., Daemon]) 
         assert job["error_code"] == "memcastle::embed::failed"
         assert "exited with status 3: the model server is down" in job["error"]
         assert job["requested_by"] == "auto"
+
+
+def test_a_session_filed_whole_is_found_by_the_turns_that_answer(
+    own: Callable[..., Daemon],
+) -> None:
+    """The local profile embeds a conversation's drawer with its passages of turns: one of the
+    conversational benchmark's conversations, a drawer per session, and a question answered by
+    two of a session's fourteen turns. Embedded as one vector a session, that session came 8th
+    of 12 (docs/retrieval.md, "Passages")."""
+    from tests.eval import conversations
+
+    daemon = own("local").start()
+    dataset = conversations.dataset("session")
+    sessions = [document for document in dataset.documents if document.wing == "c03"]
+    (question,) = [
+        q for q in dataset.queries if q.wing == "c03" and q.text == "What does Hannah drive?"
+    ]
+    with daemon.client() as client:
+        filed = {
+            new_drawer(client, "c03", session.content)["id"]: session.id for session in sessions
+        }
+
+        def ask(limit: int) -> httpx.Response:
+            body = {"text": question.text, "ranking": "semantic", "limit": limit}
+            body |= {"filter": {"wing": "c03"}, "profile": "local"}
+            return client.post("/api/search", json=body)
+
+        def embedded() -> bool:
+            return len(ask(20).json().get("results", [])) == len(filed)
+
+        wait_for(embedded, timeout=120, what="every session embedded and searchable")
+        response = ask(3)
+    assert response.status_code == 200, response.text
+    found = [filed[hit["id"]] for hit in response.json()["results"]]
+    assert len(filed) == 12 and list(question.grades()) == ["c03/s4"]
+    assert "c03/s4" in found, found
+    daemon.stop()
