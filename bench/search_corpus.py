@@ -450,6 +450,12 @@ class Projection:
 
     def vectors(self, texts: Sequence[str], chunk: int = 256) -> np.ndarray:
         """Unit vectors, one row a text (float32)."""
+        # Every word first, so the word matrix is stacked once, not again for each chunk that
+        # brings a new word (at a million drawers that restacking took most of the time).
+        for text in texts:
+            for word in tokens(text):
+                if word not in STOP_WORDS:
+                    self._id(word)
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for start in range(0, len(texts), chunk):
             ids: list[int] = []

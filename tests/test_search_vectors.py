@@ -8,6 +8,8 @@ int8 error, drawers of several windows, exact copies that must tie.
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -145,6 +147,30 @@ def test_a_restored_index_answers_as_the_live_one() -> None:
         assert answer(restored, query, in_scope, 10) == expected
         assert answer(index, query, in_scope, 10) == expected
     assert len(restored) == len(index) == 599
+
+
+def test_a_restored_index_keeps_the_snapshots_arrays_and_changes_as_before() -> None:
+    """Restoring does not copy the vectors (a million drawers' are 1.5 GB), yet the restored
+    index takes new vectors and removals; an array it may not write is copied."""
+    rng = np.random.default_rng(12)
+    vectors = clustered(rng, 50, 16)
+    state = pickle.loads(pickle.dumps(build(vectors, 16).state(), protocol=5))
+
+    restored = VectorIndex.restore(state)
+    assert np.shares_memory(restored.matrix, state["matrix"])
+    restored.put(50, vectors[0].tolist())
+    restored.remove(1)
+    in_scope = np.ones(51, dtype=bool)
+    first, second = (
+        (vectors[drawer][0] / np.linalg.norm(vectors[drawer][0])).astype(np.float32)
+        for drawer in (0, 1)
+    )
+    assert sorted(drawer for drawer, _ in answer(restored, first, in_scope, 2)) == [0, 50]
+    assert 1 not in [drawer for drawer, _ in answer(restored, second, in_scope, 51)]
+
+    frozen = build(vectors, 16).state()
+    frozen["matrix"].flags.writeable = False
+    assert VectorIndex.restore(frozen).matrix.flags.writeable
 
 
 def test_fewer_drawers_in_scope_than_the_limit() -> None:
