@@ -29,6 +29,7 @@ import pytest
 from palace.embeddings.repository import EmbeddingRepository
 from palace.filing import Filing
 from palace.search import indexes as indexes_module
+from palace.search.catalog import Catalog
 from palace.search.fusion import LEXICAL_LOW
 from palace.search.indexes import IndexesBuilding, SearchIndexes
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
@@ -856,6 +857,42 @@ def test_a_catch_up_stopped_with_the_daemon_goes_on_at_the_next_start(
     assert answers(filled) == before
 
 
+def test_searches_go_on_while_a_snapshot_is_written(
+    palace: SearchPalace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A due snapshot is taken under the indexes' lock and written outside it: a search does
+    not wait for the write (14.8 s at a million drawers, docs/benchmarks.md), and the file
+    holds the indexes as they were when it was taken."""
+    first = palace.file("work", "db", "we run the database on postgres", valid_from=instant(1))
+    assert palace.ids(q="postgres") == [first["id"]]
+    writing, release = threading.Event(), threading.Event()
+    write = indexes_module._write_atomically
+
+    def held(path: Path, data: bytes) -> None:
+        if path.name == "snapshot.pickle":
+            writing.set()
+            assert release.wait(30), "the test never let the snapshot be written"
+        write(path, data)
+
+    monkeypatch.setattr(indexes_module, "_write_atomically", held)
+    monkeypatch.setattr(indexes_module, "SNAPSHOT_EVERY_CHANGES", 1)
+    second = palace.file("work", "db", "the cache is redis", valid_from=instant(2))
+    saver = threading.Thread(target=palace.indexes.refresh)
+    saver.start()
+    assert writing.wait(30), "no snapshot was due"
+    third = palace.file("work", "db", "the queue is kafka", valid_from=instant(3))
+    answered: list[list[str]] = []
+    searcher = threading.Thread(target=lambda: answered.append(palace.ids(q="kafka")))
+    searcher.start()
+    searcher.join(10)
+    release.set()
+    saver.join(30)
+    assert answered == [[third["id"]]], "the search waited for the snapshot"
+    state = pickle.loads((palace.directory / "snapshot.pickle").read_bytes())
+    assert {first["id"], second["id"]} <= set(state["catalog"]["ids"])
+    assert third["id"] not in state["catalog"]["ids"]
+
+
 def test_a_stale_copy_of_the_whole_directory_catches_up(
     filled: SearchPalace, tmp_path: Path
 ) -> None:
@@ -1075,3 +1112,25 @@ def test_kill_9_right_after_writes_loses_nothing(killable: Daemon) -> None:
         found = {hit["id"] for hit in vector["results"]}
         assert ids[1] not in found
         assert set(late) <= found
+
+
+def test_the_catalogs_state_stays_as_taken_while_the_catalog_changes() -> None:
+    catalog = Catalog()
+    drawer = {
+        "id": "a",
+        "wing": "work",
+        "room": "db",
+        "source_kind": "manual",
+        "valid_from": 1,
+        "valid_to": OPEN,
+        "chatter": False,
+        "tags": ["x"],
+    }
+    catalog.put(drawer)
+    state = catalog.state()
+    catalog.put({**drawer, "id": "b", "wing": "home", "tags": ["y"]})
+    catalog.put({**drawer, "valid_to": 5})
+    catalog.remove("a")
+    assert state["ids"] == ["a"] and list(state["alive"]) == [True]
+    assert list(state["valid_to"]) == [OPEN] and state["tags"] == {0: ("x",)}
+    assert "home" not in state["codes"]

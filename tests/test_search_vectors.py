@@ -173,6 +173,23 @@ def test_a_restored_index_keeps_the_snapshots_arrays_and_changes_as_before() -> 
     assert VectorIndex.restore(frozen).matrix.flags.writeable
 
 
+def test_a_snapshots_state_stays_as_taken_while_the_index_changes() -> None:
+    """A snapshot is written outside the indexes' lock: what `state` gave must not move."""
+    rng = np.random.default_rng(13)
+    vectors = clustered(rng, 20, 8)
+    index = build(vectors, 8)
+    state = index.state()
+    taken = {
+        name: np.array(value, copy=True) for name, value in state.items() if name != "dimensions"
+    }
+    index.remove(3)
+    index.put(4, vectors[5].tolist())
+    for _ in range(2000):  # grows the arrays past their first size
+        index.put(100, vectors[6].tolist())
+    for name, value in taken.items():
+        np.testing.assert_array_equal(state[name], value)
+
+
 def test_fewer_drawers_in_scope_than_the_limit() -> None:
     rng = np.random.default_rng(3)
     vectors = clustered(rng, 50, 16)

@@ -121,13 +121,14 @@ class Catalog:
         return mask
 
     def state(self) -> dict[str, Any]:
-        """What a snapshot keeps (see `indexes.py`)."""
+        """What a snapshot keeps (see `indexes.py`): copies, which the catalog's later changes
+        leave as they are while the snapshot is written."""
         count = len(self.ids)
         return {
-            "ids": self.ids,
-            "codes": self._codes,
-            "tags": self._row_tags,
-            **{name: getattr(self, name)[:count] for name in _ARRAYS},
+            "ids": list(self.ids),
+            "codes": dict(self._codes),
+            "tags": dict(self._row_tags),
+            **{name: getattr(self, name)[:count].copy() for name in _ARRAYS},
         }
 
     @classmethod

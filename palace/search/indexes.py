@@ -147,6 +147,11 @@ class SearchIndexes:
         self.snapshot_mark = 0
         self._unsaved = 0
         self._saved_at = time.monotonic()
+        # One snapshot written at a time, outside `lock` (`_write_snapshot`). States are
+        # numbered as they are taken, so that an older one never replaces a newer one.
+        self._writing = threading.Lock()
+        self._taken = 0
+        self._written = 0
         self._stop = threading.Event()
         self._follower: threading.Thread | None = None
         # False only while `start` opens in the background; read without the lock.
@@ -337,11 +342,28 @@ class SearchIndexes:
             if self.lexical is None:
                 self.open()
             self._catch_up()
-            if self._unsaved and (
-                self._unsaved >= SNAPSHOT_EVERY_CHANGES
-                or time.monotonic() - self._saved_at >= SNAPSHOT_EVERY_SECS
-            ):
-                self._save_snapshot()
+            # Not while another is written: this search would wait for it; the next catch-up
+            # finds it due again.
+            due = (
+                self._unsaved
+                and not self._writing.locked()
+                and (
+                    self._unsaved >= SNAPSHOT_EVERY_CHANGES
+                    or time.monotonic() - self._saved_at >= SNAPSHOT_EVERY_SECS
+                )
+            )
+            taken = self._snapshot_state() if due else None
+        if taken is None:
+            return
+        # Written without the lock: searches go on meanwhile (14.8 s for a million drawers'
+        # snapshot, docs/benchmarks.md "A million drawers").
+        try:
+            self._write_snapshot(*taken)
+        except BaseException:
+            with self.lock:  # due again at the next catch-up
+                self._unsaved = max(self._unsaved, 1)
+                self._saved_at = float("-inf")
+            raise
 
     def _catch_up(self) -> None:
         assert self.lexical is not None
@@ -496,6 +518,13 @@ class SearchIndexes:
         _write_atomically(self.directory / "lexical.json", json.dumps(mark).encode())
 
     def _save_snapshot(self) -> None:
+        """Save now, under the lock (opening, closing)."""
+        self._write_snapshot(*self._snapshot_state())
+
+    def _snapshot_state(self) -> tuple[int, dict[str, Any]]:
+        """What a snapshot holds, as of now, and its number: taken under the lock, then the
+        indexes' own arrays may change while it is written (`Catalog.state`,
+        `VectorIndex.state`)."""
         state = {
             "version": SNAPSHOT_VERSION,
             "watermark": self.snapshot_mark,
@@ -503,12 +532,20 @@ class SearchIndexes:
             "catalog": self.catalog.state(),
             "vectors": {name: index.state() for name, index in self.vectors.items()},
         }
-        _write_atomically(
-            self.directory / "snapshot.pickle",
-            pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),
-        )
         self._unsaved = 0
         self._saved_at = time.monotonic()
+        self._taken += 1
+        return self._taken, state
+
+    def _write_snapshot(self, number: int, state: dict[str, Any]) -> None:
+        with self._writing:
+            if number < self._written:
+                return
+            _write_atomically(
+                self.directory / "snapshot.pickle",
+                pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL),
+            )
+            self._written = number
 
     # The follower thread -----------------------------------------------------------------
 

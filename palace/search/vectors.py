@@ -121,12 +121,15 @@ class VectorIndex:
         return sorted(best.items(), key=lambda hit: -hit[1])
 
     def state(self) -> dict[str, Any]:
-        """What a snapshot keeps: the int8 copy is derived, and made again on restore."""
+        """What a snapshot keeps: the int8 copy is derived, and made again on restore. The
+        index's later changes leave it as it is while the snapshot is written: a row below
+        `count` is never written again (a drawer's new vectors are new rows), and only the
+        flags of which rows are alive are copied."""
         return {
             "dimensions": self.dimensions,
             "matrix": self.matrix[: self.count],
             "drawer": self.drawer[: self.count],
-            "alive": self.alive[: self.count],
+            "alive": self.alive[: self.count].copy(),
         }
 
     @classmethod
