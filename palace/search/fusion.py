@@ -31,12 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-# 0.2 and 0.3 until sessions were embedded with their passages of turns, which made the semantic
-# leg stronger there: 0.15 and 0.25 left hybrid below its best leg in 30 cells of the six
-# benchmark runs where 0.2 and 0.3 left 32, and at or above both legs over all the questions of
-# each run (docs/retrieval.md, "Passages").
-LEXICAL_LOW = 0.15
-LEXICAL_HIGH = 0.25
+LEXICAL_LOW = 0.2
+LEXICAL_HIGH = 0.3
 # The candidates each leg gives the fusion: the page, and at least `POOL_MIN`. Not a multiple
 # of the page, as it was (twice the page): a page's first hits are then the same whatever its
 # length up to `POOL_MIN`, where a page of 20 fused pools of 40 and its first ten were not the
