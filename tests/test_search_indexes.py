@@ -687,6 +687,35 @@ def test_damaged_indexes_are_rebuilt_and_answer_the_same(
     assert added["id"] in filled.ids(q="after damage")
 
 
+def test_a_rebuild_in_pages_reads_every_drawer_and_vector(
+    filled: SearchPalace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pages far smaller than the palace: the vectors are read by the ids the drawer scan
+    found, page by page, and none is missed or read twice."""
+    before = answers(filled)
+    filled.close_indexes()
+    shutil.rmtree(filled.directory)
+    monkeypatch.setattr(indexes_module, "SCAN_PAGE", 7)
+    with caplog.at_level(logging.INFO, logger="palace.search.indexes"):
+        filled.reopen_indexes()
+    assert rebuilt(caplog)
+    assert answers(filled) == before
+    stored = filled.store.one(
+        "SELECT count() AS n FROM embedding WHERE profile = $p GROUP ALL", {"p": STANDIN}
+    )[0]["n"]
+    assert stored > 7 * 3, "the palace spans several pages"
+    assert len(filled.indexes.vectors[STANDIN]) == stored
+
+
+def test_the_vectors_of_drawers_are_read_by_their_ids(filled: SearchPalace) -> None:
+    repository = SearchRepository(filled.store)
+    ids = [row["id"] for row in repository.drawers(0, 5)]
+    rows = repository.vectors(STANDIN, [*ids, "no-such-drawer"])
+    assert sorted(row["drawer"] for row in rows) == sorted(ids)
+    assert all(row["profile"] == STANDIN for row in rows)
+    assert repository.vectors("no-such-profile", ids) == []
+
+
 class HeldScan:
     """Holds a rebuild at its first page until released, so a test sees it in progress."""
 

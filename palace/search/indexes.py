@@ -22,7 +22,6 @@ On disk, under `<palace>/search/`: `lexical/` (tantivy) with `lexical.json`, and
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import logging
 import os
@@ -270,12 +269,13 @@ class SearchIndexes:
             self.catalog = Catalog()
             self.vectors = {name: VectorIndex(size) for name, size in self.profiles.items()}
             self.snapshot_mark = mark
-        drawers = self._rebuilt = 0
+        self._rebuilt = 0
         self._to_rebuild = self._repository.drawer_count()
         self._rebuilding = True
         # The turns of conversations wait for the whole scan: a turn is indexed with the one
         # before it, wherever the store's order put that one.
         conversations: dict[turns.Conversation, list[dict[str, Any]]] = {}
+        drawer_ids: list[str] = []
         for page in self._scan(self._repository.drawers):
             for row in page:
                 fields = indexed(row)
@@ -285,8 +285,8 @@ class SearchIndexes:
                     conversations.setdefault(fields["conversation"], []).append(fields)
                 if snapshot:
                     self.catalog.put(fields)
-            drawers += len(page)
-            self._rebuilt = drawers
+                drawer_ids.append(fields["id"])
+            self._rebuilt = len(drawer_ids)
         if fresh is not None:
             for members in conversations.values():
                 for turn, before, answered in turns.in_order(members):
@@ -295,13 +295,16 @@ class SearchIndexes:
             self._write_lexical_mark()
         if snapshot:
             for name in self.profiles:
-                for page in self._scan(functools.partial(self._repository.vectors, name)):
-                    for row in page:
+                for start in range(0, len(drawer_ids), SCAN_PAGE):
+                    if self._stop.is_set():
+                        raise _Stopped
+                    ids = drawer_ids[start : start + SCAN_PAGE]
+                    for row in self._repository.vectors(name, ids):
                         self._put_vectors(row)
         self._rebuilding = False
         logger.info(
             "search indexes rebuilt from %d drawers in %.1f s (lexical %s, snapshot %s)",
-            drawers,
+            len(drawer_ids),
             time.monotonic() - started,
             lexical,
             snapshot,
