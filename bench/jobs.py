@@ -295,6 +295,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def resident_gib(pid: int | str = "self", field: str = "VmRSS") -> float:
+    """A process's resident memory now (or at its peak, `VmHWM`), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
 @dataclass
 class Burst:
     jobs: int

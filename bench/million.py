@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.jobs import resident_gib
 from bench.search_corpus import Corpus, Projection
 from palace.search import fusion, lexical
 from palace.search.catalog import Catalog
@@ -199,16 +200,8 @@ def restarted(directory: Path) -> None:
     print(
         f"  restart: snapshot loaded in {loaded:.2f} s, first answer of each ranking at "
         f"{answered:.2f} s, resident memory {resident_gib():.2f} GiB "
-        f"(at the peak {resident_gib('VmHWM'):.2f})"
+        f"(at the peak {resident_gib(field='VmHWM'):.2f})"
     )
-
-
-def resident_gib(field: str = "VmRSS") -> float:
-    """This process's resident memory now (or at its peak, `VmHWM`), from /proc."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 2**20
-    return float("nan")
 
 
 def main() -> None:
