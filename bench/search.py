@@ -18,7 +18,12 @@ whatever the figures are.
    next, 1 in 5 only invalidated). Rates: drawers/s of the checkpoint jobs (their records'
    `completed_at - started_at`, and end to end) and of the single POSTs, vectors/s, changes/s.
    The built palace is cached under `/tmp/memcastle-bench-search/`, keyed by a version string,
-   the size and the seed; later runs copy it (`--rebuild` builds it again).
+   the size and the seed; later runs copy it (`--rebuild` builds it again). `--fill services`
+   files the same drawers, vectors and changes through the application services in this
+   process instead (`file_through_services`: `FilingService.file_batch` in batches of 2,000,
+   `EmbeddingService.store_vectors`, `RevisionService.supersede`), with no daemon running: a
+   million drawers take about half an hour that way and about ten hours through HTTP. The
+   first daemon started on such a palace builds its indexes, and that build is timed.
 2. **Queries, through HTTP.** `--queries` fixed queries (100) of 1 to 4 words taken from one
    drawer's text, each with its vector computed as the drawers' are, sent as
    `POST /api/search {"text", "ranking", "limit": 10, "filter": {"wing"?, "temporal"},
@@ -32,7 +37,10 @@ whatever the figures are.
 3. **Index build.** The daemon rebuilds its derived indexes (`<palace>/search/`) when they are
    missing: it is stopped, started again with them (time to ready and to the first answer),
    stopped, the directory removed, and started again (time to ready and to the first answer
-   that finds what it found before).
+   that finds what it found before; not for a palace filed through the services, whose first
+   start built them). The daemon's resident memory after the timed queries, at its peak, and
+   after the restart with its indexes; at 1,000,000 drawers the targets of issue 26 (medians
+   of 50, 50 and 75 ms, 4 GiB, a restart's first answer within 60 s).
 4. **SurrealDB's own indexes** (`bench/search_native.py`): the same drawers, validity changes and
    vectors in an embedded SurrealDB opened by this process, with a BM25 full-text index and an
    HNSW index; the same queries (the first `--native-queries`, 30), one untimed pass and one
