@@ -869,7 +869,10 @@ def run_daemon(
     vectors: Sequence[list[float]],
     args: argparse.Namespace,
 ) -> DaemonRun:
-    copy_palace(built, root)
+    if args.in_place:
+        root = built.root
+    else:
+        copy_palace(built, root)
     daemon = Daemon(root, env=daemon_env(root))
     try:
         start_secs = start_daemon(daemon)
@@ -1389,6 +1392,12 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--quick",
         action="store_true",
         help="a small run: 2,000 drawers, 30 queries, one pass, 10 on SurrealDB",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="run the daemon on the cached palace itself, not a copy (a million drawers take "
+        "about 30 GB); the indexes it builds stay with it",
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the run's palace copies and daemon logs"
