@@ -401,6 +401,30 @@ def check_ids(client: httpx.Client, corpus: Corpus, ids: Sequence[str], seed: in
             raise RuntimeError(f"drawer {ids[int(index)]} does not hold corpus text {index}")
 
 
+def palace_built(
+    root: Path,
+    corpus: Corpus,
+    ids: list[str],
+    replacements: dict[int, str],
+    wings: list[dict[str, Any]],
+    as_of: str,
+    ingest: Ingest,
+) -> Built:
+    """What a filing of the corpus made, however it was filed."""
+    return Built(
+        root=root,
+        size=corpus.size,
+        seed=corpus.seed,
+        ids=ids,
+        replacements=replacements,
+        wing_ids={wing["name"]: wing["id"] for wing in wings},
+        as_of=as_of,
+        ingest=ingest,
+        migrations=migrations_checksum(),
+        code=code_state(),
+    )
+
+
 def build_palace(
     root: Path, corpus: Corpus, projection: Projection, args: argparse.Namespace
 ) -> Built:
@@ -440,18 +464,7 @@ def build_palace(
             wings = ok(client.get("/api/wings"))["wings"]
         ingest.daemon_cpu_secs = cpu_seconds(daemon.process.pid) - cpu_before
         ingest.wall_secs = time.perf_counter() - wall_before
-    return Built(
-        root=root,
-        size=corpus.size,
-        seed=corpus.seed,
-        ids=ids,
-        replacements=replacements,
-        wing_ids={wing["name"]: wing["id"] for wing in wings},
-        as_of=as_of,
-        ingest=ingest,
-        migrations=migrations_checksum(),
-        code=code_state(),
-    )
+    return palace_built(root, corpus, ids, replacements, wings, as_of, ingest)
 
 
 def file_through_services(
@@ -536,18 +549,7 @@ def file_through_services(
         store.close()
     ingest.daemon_cpu_secs = time.process_time() - cpu_before
     ingest.wall_secs = time.perf_counter() - wall_before
-    return Built(
-        root=root,
-        size=corpus.size,
-        seed=corpus.seed,
-        ids=ids,
-        replacements=replacements,
-        wing_ids={wing["name"]: wing["id"] for wing in wings},
-        as_of=as_of,
-        ingest=ingest,
-        migrations=migrations_checksum(),
-        code=code_state(),
-    )
+    return palace_built(root, corpus, ids, replacements, wings, as_of, ingest)
 
 
 def store_vectors(
