@@ -467,9 +467,7 @@ def build_palace(
     return palace_built(root, corpus, ids, replacements, wings, as_of, ingest)
 
 
-def file_through_services(
-    root: Path, corpus: Corpus, projection: Projection, args: argparse.Namespace
-) -> Built:
+def file_through_services(root: Path, corpus: Corpus, projection: Projection) -> Built:
     """The same palace filed by the application services in this process, on the store a
     daemon started at `root` opens: drawers by `FilingService.file_batch` (what a checkpoint
     job calls) in batches of `SERVICE_BATCH`, their vectors by `EmbeddingService.store_vectors`,
@@ -600,7 +598,7 @@ def cached_palace(corpus: Corpus, projection: Projection, args: argparse.Namespa
     partial.mkdir(parents=True)
     if args.fill == "services":
         print(f"  filing {corpus.size:,} drawers through the services in {partial}", flush=True)
-        built = file_through_services(partial, corpus, projection, args)
+        built = file_through_services(partial, corpus, projection)
     else:
         print(f"  filing {corpus.size:,} drawers through a daemon in {partial}", flush=True)
         built = build_palace(partial, corpus, projection, args)
