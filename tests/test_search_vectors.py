@@ -173,6 +173,25 @@ def test_a_restored_index_keeps_the_snapshots_arrays_and_changes_as_before() -> 
     assert VectorIndex.restore(frozen).matrix.flags.writeable
 
 
+def test_a_drawers_vectors_end_together_before_and_after_a_restore() -> None:
+    """A drawer's windows are replaced or removed as one, in the live index and in one
+    restored from its snapshot; a drawer never given vectors is removed without effect."""
+    rng = np.random.default_rng(13)
+    windows = rng.standard_normal((3, 8)).astype(np.float32)
+    index = VectorIndex(8)
+    index.put(4, windows.tolist())
+    index.put(9, windows[:1].tolist())
+    index.remove(2)
+    for current in (index, VectorIndex.restore(index.state())):
+        assert len(current) == 2
+        current.put(4, windows[1:2].tolist())
+        assert int(current.alive[: current.count].sum()) == 2
+        current.remove(4)
+        current.remove(4)
+        assert len(current) == 1
+        assert current.drawer[np.flatnonzero(current.alive[: current.count])].tolist() == [9]
+
+
 def test_a_snapshots_state_stays_as_taken_while_the_index_changes() -> None:
     """A snapshot is written outside the indexes' lock: what `state` gave must not move."""
     rng = np.random.default_rng(13)
