@@ -773,6 +773,36 @@ def test_a_large_rebuild_runs_while_the_daemon_serves(
     assert indexes.status()["state"] == "ready"
 
 
+def test_a_large_palace_gives_back_the_engines_memory_once_its_indexes_are_open(
+    filled: SearchPalace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a large palace reads every drawer, which the embedded engine would hold for
+    the daemon's life: the engine is opened again once, before search answers, and then
+    answers as before."""
+    before = answers(filled)
+    filled.close_indexes()
+    monkeypatch.setattr(indexes_module, "BACKGROUND_REBUILD_DRAWERS", 1)
+    released: list[bool] = []
+    release = SearchRepository.release_memory
+
+    def counted(repository: SearchRepository) -> None:
+        released.append(indexes.ready)
+        release(repository)
+
+    monkeypatch.setattr(SearchRepository, "release_memory", counted)
+    indexes = SearchIndexes(
+        SearchRepository(filled.store), filled.directory, filled.indexed_profiles
+    )
+    indexes.start()
+    filled.indexes = indexes
+    filled.service = SearchService(
+        filled.hierarchy, indexes, filled.embeddings, filled.graph, clock=filled.clock
+    )
+    wait_for(lambda: indexes.ready, timeout=30, what="the indexes to open")
+    assert released == [False]
+    assert answers(filled) == before
+
+
 def test_a_rebuild_stopped_with_the_daemon_is_done_again_at_the_next_start(
     filled: SearchPalace, monkeypatch: pytest.MonkeyPatch
 ) -> None:

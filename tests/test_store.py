@@ -6,6 +6,7 @@ import datetime as dt
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from kernel import clock
 from kernel.errors import StoreFailed
 from kernel.store import Store, UniqueViolation, bundled_migrations
+from tests.support.waits import wait_for
 
 
 def test_migrations_are_numbered_in_order() -> None:
@@ -63,6 +65,60 @@ def test_a_held_palace_cannot_be_opened_twice(tmp_path: Path) -> None:
         assert "daemon probably holds it" in caught.value.message
     finally:
         first.close()
+
+
+def test_a_palace_gives_back_its_memory_and_goes_on_answering(tmp_path: Path) -> None:
+    """`release_memory` opens the engine again while other threads query it: each of their
+    queries is answered, before, between and after the releases, and every write stays."""
+    store = Store(f"surrealkv://{tmp_path / 'db'}?sync=every", palace_path=tmp_path)
+    store.open()
+    answered = [0] * 4
+    failures: list[Exception] = []
+    stop = threading.Event()
+
+    def ask(thread: int) -> None:
+        while not stop.is_set():
+            try:
+                assert store.one("SELECT VALUE name FROM wing:kept") == ["kept"]
+            except Exception as exc:
+                failures.append(exc)
+                return
+            answered[thread] += 1
+
+    try:
+        store.query("CREATE wing:kept SET name = 'kept'")
+        askers = [threading.Thread(target=ask, args=(n,)) for n in range(4)]
+        for asker in askers:
+            asker.start()
+        for _ in range(3):
+            before = list(answered)
+            store.release_memory()
+            wait_for(
+                lambda before=before: all(a > b for a, b in zip(answered, before, strict=True)),
+                timeout=30,
+                what="every thread to be answered again",
+            )
+        stop.set()
+        for asker in askers:
+            asker.join(timeout=30)
+        assert failures == []
+        store.query("CREATE wing:after SET name = 'after'")
+        assert sorted(store.one("SELECT VALUE name FROM wing")) == ["after", "kept"]
+    finally:
+        stop.set()
+        store.close()
+
+
+def test_a_palace_in_memory_keeps_its_data_when_asked_for_memory() -> None:
+    """Opening `mem://` again would empty it: it is left as it is."""
+    store = Store("mem://")
+    store.open()
+    try:
+        store.query("CREATE wing:kept SET name = 'kept'")
+        store.release_memory()
+        assert store.one("SELECT VALUE name FROM wing") == ["kept"]
+    finally:
+        store.close()
 
 
 def test_a_closed_palace_opens_again_with_its_data(tmp_path: Path) -> None:

@@ -22,6 +22,11 @@ class SearchRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    def release_memory(self) -> None:
+        """Have the embedded engine give back what it holds of a whole palace read at opening
+        (`Store.release_memory`)."""
+        self.store.release_memory()
+
     def drawer_count(self) -> int:
         """Every drawer, counted by a scan (a rebuild's progress, and the check that the
         indexes hold as many as the store)."""
