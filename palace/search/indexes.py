@@ -220,8 +220,8 @@ class SearchIndexes:
                 self._finish_opening(lexical_ok, snapshot_ok)
                 # Opening a large palace read every drawer (the count that checks the indexes,
                 # and a rebuild every vector too), which the embedded engine would otherwise
-                # hold for the daemon's life: 1.45 GiB of a million drawers, 13 GiB after a
-                # rebuild (docs/benchmarks.md, "A million drawers").
+                # hold for the daemon's life: 1.45 GiB of a million drawers, some 11 GiB after
+                # a rebuild (docs/benchmarks.md, "A million drawers").
                 self._repository.release_memory()
                 self.ready = True
                 self._opened.set()
