@@ -210,13 +210,16 @@ def test_a_snapshots_state_stays_as_taken_while_the_index_changes() -> None:
 
 
 def test_fewer_drawers_in_scope_than_the_limit() -> None:
+    """With a few rows in scope (they are gathered) and with more than a tenth of them (every
+    row is scored, those out of scope never reach the answer)."""
     rng = np.random.default_rng(3)
     vectors = clustered(rng, 50, 16)
     index = build(vectors, 16)
-    in_scope = np.zeros(50, dtype=bool)
-    in_scope[[4, 9, 30]] = True
-    query = close_query(rng, vectors)
-    assert answer(index, query, in_scope, 10) == oracle(vectors, query, in_scope, 10)
+    for chosen in ([4, 9, 30], [1, 4, 9, 12, 20, 30, 33, 41, 45, 49]):
+        in_scope = np.zeros(50, dtype=bool)
+        in_scope[chosen] = True
+        query = close_query(rng, vectors)
+        assert answer(index, query, in_scope, 20) == oracle(vectors, query, in_scope, 20)
 
 
 def test_a_zero_vector_scores_zero() -> None:
