@@ -70,13 +70,15 @@ def close_query(rng: np.random.Generator, vectors: dict[int, np.ndarray]) -> np.
 
 @pytest.mark.parametrize(("dimensions", "drawers"), [(384, 2500), (1000, 900), (8, 300)])
 def test_the_quantized_search_is_exact(dimensions: int, drawers: int) -> None:
-    """Unscoped, scoped to a third and to a few rows (the gathered first pass), several limits;
-    a third reads every row, a few only theirs."""
+    """Unscoped, scoped to all but a few rows, to a third and to a few (the gathered first
+    pass), several limits: all but a few and a third read every row (the rows out of scope are
+    masked, or gathered away), a few only theirs."""
     rng = np.random.default_rng(dimensions)
     vectors = clustered(rng, drawers, dimensions)
     index = build(vectors, dimensions)
     scopes = {
         "all": np.ones(drawers, dtype=bool),
+        "all but a few": np.arange(drawers) % 13 != 0,
         "a third": np.arange(drawers) % 3 == 0,
         "a few": np.arange(drawers) % 97 == 0,
     }
@@ -209,17 +211,33 @@ def test_a_snapshots_state_stays_as_taken_while_the_index_changes() -> None:
         np.testing.assert_array_equal(state[name], value)
 
 
+def test_a_drawer_out_of_scope_never_hides_those_in_it() -> None:
+    """The query is the own vector of drawers out of scope: whether the rows out of scope are
+    masked (nearly all in scope) or gathered away (a third), the answer is the best in scope."""
+    rng = np.random.default_rng(5)
+    vectors = {drawer: rng.standard_normal((1, 32)) for drawer in range(400)}  # far apart
+    index = build(vectors, 32)
+    for in_scope in (np.arange(400) % 13 != 0, np.arange(400) % 3 == 0):
+        for outside in np.flatnonzero(~in_scope)[:5]:
+            row = vectors[int(outside)][0]
+            query = (row / np.linalg.norm(row)).astype(np.float32)
+            for limit in (1, 10):
+                assert answer(index, query, in_scope, limit) == oracle(
+                    vectors, query, in_scope, limit
+                )
+
+
 def test_fewer_drawers_in_scope_than_the_limit() -> None:
-    """With a few rows in scope (they are gathered) and with more than a tenth of them (every
-    row is scored, those out of scope never reach the answer)."""
+    """With a few rows in scope (they are gathered), with a fifth of them (every row is scored,
+    then those in scope gathered) and with nearly all (those out of scope are masked)."""
     rng = np.random.default_rng(3)
     vectors = clustered(rng, 50, 16)
     index = build(vectors, 16)
-    for chosen in ([4, 9, 30], [1, 4, 9, 12, 20, 30, 33, 41, 45, 49]):
-        in_scope = np.zeros(50, dtype=bool)
-        in_scope[chosen] = True
+    for out in (range(3, 50), range(10, 50), range(46, 50)):
+        in_scope = np.ones(50, dtype=bool)
+        in_scope[list(out)] = False
         query = close_query(rng, vectors)
-        assert answer(index, query, in_scope, 20) == oracle(vectors, query, in_scope, 20)
+        assert answer(index, query, in_scope, 60) == oracle(vectors, query, in_scope, 60)
 
 
 def test_a_zero_vector_scores_zero() -> None:
