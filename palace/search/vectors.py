@@ -123,22 +123,17 @@ class VectorIndex:
             return []
         vector = np.asarray(query, dtype=np.float32)
         query_codes, query_scale, query_error = _quantize(vector[None, :])
-        chosen = None
-        if in_use < _GATHER_SHARE * count:
-            chosen = np.flatnonzero(usable)
+        # The rows in scope, unless nearly all are (those out of it are masked below).
+        chosen = np.flatnonzero(usable) if in_use < _MASK_SHARE * count else None
+        if chosen is not None and in_use < _GATHER_SHARE * count:
             dots = _dots(self.codes[chosen], query_codes[0])
             scale, error, owners = self.scale[chosen], self.error[chosen], drawers[chosen]
         else:
             dots = _dots(self.codes[:count], query_codes[0])
             scale, error, owners = self.scale[:count], self.error[:count], drawers
-            if in_use < _MASK_SHARE * count:
-                chosen = np.flatnonzero(usable)
-                dots, scale, error, owners = (
-                    dots[chosen],
-                    scale[chosen],
-                    error[chosen],
-                    owners[chosen],
-                )
+            if chosen is not None:
+                dots, scale, error = dots[chosen], scale[chosen], error[chosen]
+                owners = owners[chosen]
         approximate = dots * (scale.astype(np.float64) * float(query_scale[0]))
         if chosen is None and in_use < count:
             # Nearly every row in scope (an `as_of` window over a palace): those out of it get
