@@ -234,7 +234,9 @@ def unweighed(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> d
 
 def methods() -> dict[str, Method]:
     found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen, "unweighed": unweighed}
-    for low, high in ((0.2, 0.6), (0.2, 0.3), (0.2, 0.4), (0.3, 0.3), (0.1, 0.4)):
+    shares = ((0.2, 0.6), (0.2, 0.3), (0.2, 0.4), (0.3, 0.3), (0.1, 0.4))
+    shares += ((0.1, 0.2), (0.1, 0.3), (0.15, 0.25), (0.05, 0.2), (0.1, 0.1), (0.15, 0.3))
+    for low, high in shares:
         found[f"minmax + z lex{low}-{high}"] = split(_minmax, _zscore, low, high)
         found[f"minmax + max lex{low}-{high}"] = split(_minmax, _max_norm, low, high)
     for k in (1, 5, 10, 20):
