@@ -1184,6 +1184,8 @@ def test_the_catalogs_state_stays_as_taken_while_the_catalog_changes() -> None:
         "valid_to": OPEN,
         "chatter": False,
         "tags": ["x"],
+        "conversation": None,
+        "voices": (),
     }
     catalog.put(drawer)
     state = catalog.state()

@@ -33,7 +33,7 @@ _TURN_START = re.compile(r"^(?:\[[^\]\n]{1,40}\] )?([^\s:\[][^:\n]{0,39}): ")
 
 def passages(text: str) -> list[str]:
     """The passages of `text` in order, or none when it is not a conversation."""
-    turns = _turns(text)
+    turns = conversation_turns(text)
     if len(turns) <= PASSAGE_TURNS:
         return []
     speakers = {speaker for speaker, _ in turns}
@@ -47,7 +47,7 @@ def passages(text: str) -> list[str]:
     ]
 
 
-def _turns(text: str) -> list[tuple[str, str]]:
+def conversation_turns(text: str) -> list[tuple[str, str]]:
     """(speaker, the turn's lines) of each turn; none when the text does not begin with one."""
     turns: list[tuple[str, list[str]]] = []
     for line in text.strip().split("\n"):

@@ -1,5 +1,7 @@
-"""What the vector leg filters by: every drawer's scope fields, in numpy arrays; and whether
-it is chatter (`palace.search.chatter`), which the hybrid ranking weighs down.
+"""What the vector leg filters by: every drawer's scope fields, in numpy arrays; whether it is
+chatter (`palace.search.chatter`), which the hybrid ranking weighs down; and who speaks in it
+(`palace.search.speakers`), which the semantic leg's question leaves out where they speak
+throughout.
 
 A drawer has a row for the life of the daemon; a deleted drawer's row is marked dead. A scope
 becomes a boolean mask over the rows in well under a millisecond at 100,000 drawers, so the
@@ -8,7 +10,9 @@ vector leg filters before it ranks (search.md section 2), never after.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,6 +21,16 @@ from palace.search.scope import Scope
 
 _GROW = 1024
 _ARRAYS = ("alive", "wing", "room", "source_kind", "valid_from", "valid_to", "chatter")
+
+
+@dataclass
+class _Voices:
+    """Who speaks in a wing's conversations: the drawers with speakers of each conversation, and
+    of each conversation each name speaks in (a conversation is a code, or `-1 - row` for a
+    drawer that is one by itself)."""
+
+    conversations: Counter[int] = field(default_factory=Counter)
+    speakers: dict[str, Counter[int]] = field(default_factory=dict)
 
 
 class Catalog:
@@ -33,6 +47,10 @@ class Catalog:
         self.chatter = np.zeros(0, dtype=bool)
         self.tags: dict[str, set[int]] = {}
         self._row_tags: dict[int, tuple[str, ...]] = {}
+        self._conversations: dict[tuple[str, str], int] = {}  # interned, as the codes
+        self._row_voices: dict[int, tuple[int, tuple[str, ...]]] = {}  # conversation, speakers
+        self._voices: dict[int, _Voices] = {}  # by wing code
+        self._palace = _Voices()  # every wing's
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -69,6 +87,7 @@ class Catalog:
 
     def put(self, drawer: dict[str, Any]) -> None:
         row = self.row(drawer["id"])
+        self._drop_voices(row)
         self.alive[row] = True
         self.wing[row] = self._code(drawer["wing"])
         self.room[row] = self._code(drawer["room"])
@@ -77,6 +96,7 @@ class Catalog:
         self.valid_to[row] = drawer["valid_to"]
         self.chatter[row] = drawer["chatter"]
         self._set_tags(row, tuple(drawer["tags"]))
+        self._add_voices(row, drawer["conversation"], tuple(drawer["voices"]))
 
     def chatter_among(self, drawer_ids: Iterable[str]) -> set[str]:
         """Those of `drawer_ids` that are chatter."""
@@ -88,6 +108,7 @@ class Catalog:
         row = self.rows.get(drawer_id)
         if row is None:
             return
+        self._drop_voices(row)
         self.alive[row] = False
         self._set_tags(row, ())
 
@@ -98,6 +119,41 @@ class Catalog:
             self._row_tags[row] = tags
             for tag in tags:
                 self.tags.setdefault(tag, set()).add(row)
+
+    def _add_voices(
+        self, row: int, conversation: tuple[str, str] | None, speakers: tuple[str, ...]
+    ) -> None:
+        if not speakers:
+            return
+        unit = -1 - row
+        if conversation is not None:
+            unit = self._conversations.setdefault(conversation, len(self._conversations))
+        self._row_voices[row] = (unit, speakers)
+        for voices in (self._voices.setdefault(int(self.wing[row]), _Voices()), self._palace):
+            voices.conversations[unit] += 1
+            for name in speakers:
+                voices.speakers.setdefault(name, Counter())[unit] += 1
+
+    def _drop_voices(self, row: int) -> None:
+        held = self._row_voices.pop(row, None)
+        if held is None:
+            return
+        unit, speakers = held
+        for voices in (self._voices[int(self.wing[row])], self._palace):
+            _take_one(voices.conversations, unit)
+            for name in speakers:
+                _take_one(voices.speakers[name], unit)
+                if not voices.speakers[name]:
+                    del voices.speakers[name]
+
+    def speakers_throughout(self, wing: str | None, share: float) -> set[str]:
+        """The names (lowercased) that speak in at least `share` of the conversations of `wing`,
+        or of the whole palace when `wing` is None."""
+        voices = self._palace if wing is None else self._voices.get(self._codes.get(wing, -2))
+        if voices is None or not voices.conversations:
+            return set()
+        least = share * len(voices.conversations)
+        return {name for name, heard in voices.speakers.items() if len(heard) >= least}
 
     def mask(self, scope: Scope) -> np.ndarray:
         """The rows of the drawers in scope."""
@@ -124,10 +180,15 @@ class Catalog:
         """What a snapshot keeps (see `indexes.py`): copies, which the catalog's later changes
         leave as they are while the snapshot is written."""
         count = len(self.ids)
+        conversations = {unit: key for key, unit in self._conversations.items()}
         return {
             "ids": list(self.ids),
             "codes": dict(self._codes),
             "tags": dict(self._row_tags),
+            "voices": {
+                row: (conversations[unit] if unit >= 0 else None, speakers)
+                for row, (unit, speakers) in self._row_voices.items()
+            },
             **{name: getattr(self, name)[:count].copy() for name in _ARRAYS},
         }
 
@@ -141,4 +202,12 @@ class Catalog:
             setattr(catalog, name, np.array(state[name]))
         for row, tags in state["tags"].items():
             catalog._set_tags(row, tuple(tags))
+        for row, (conversation, speakers) in state["voices"].items():
+            catalog._add_voices(row, conversation, tuple(speakers))
         return catalog
+
+
+def _take_one(counter: Counter[int], key: int) -> None:
+    counter[key] -= 1
+    if counter[key] <= 0:
+        del counter[key]

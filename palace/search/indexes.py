@@ -34,7 +34,7 @@ from typing import Any
 
 from kernel.errors import MemCastleError, StoreFailed
 from palace.drawers import read_source
-from palace.search import turns
+from palace.search import speakers, turns
 from palace.search.catalog import Catalog
 from palace.search.chatter import is_chatter
 from palace.search.lexical import SCHEMA_VERSION, LexicalIndex
@@ -45,8 +45,9 @@ from palace.search.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
-# 2: the catalog says which drawers are chatter; an older snapshot is rebuilt.
-SNAPSHOT_VERSION = 2
+# 2: the catalog says which drawers are chatter; 3: who speaks in them. An older snapshot is
+# rebuilt.
+SNAPSHOT_VERSION = 3
 FEED_PAGE = 1000
 SCAN_PAGE = 2000
 # Changes written while a rebuild scans the store are read again from the feed, from this long
@@ -100,6 +101,7 @@ def indexed(drawer: Mapping[str, Any]) -> dict[str, Any]:
         "room": drawer["room"],
         "content": content,
         "chatter": is_chatter(content),
+        "voices": speakers.voices(content),
         "tags": list(drawer.get("tags") or []),
         "source_kind": read_source({"kind": kind} if "source_kind" in drawer else source)["kind"],
         "valid_from": valid_from,

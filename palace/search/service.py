@@ -18,7 +18,7 @@ from kernel.clock import utc_now
 from kernel.context import RequestContext
 from kernel.errors import InputInvalid, MemCastleError
 from palace.hierarchy import HierarchyService
-from palace.search import expansion, fusion, lexical
+from palace.search import expansion, fusion, lexical, speakers
 from palace.search.indexes import SearchIndexes
 from palace.search.preferences import Preferences, candidate_pool
 from palace.search.query import SearchQuery
@@ -73,7 +73,8 @@ class SearchService:
             source_kind=query.source_kind,
             window=query.period.bounds_ns(now),
         )
-        profile, vector = self._query_vector(query)
+        self.indexes.refresh()
+        profile, vector = self._query_vector(query, scope)
         ranking = query.ranking
         if ranking == "auto":
             ranking = "hybrid" if vector is not None else "lexical"
@@ -82,7 +83,6 @@ class SearchService:
                 f"ranking {ranking!r} needs a query vector and none could be had: "
                 + self._why_no_vector(query)
             )
-        self.indexes.refresh()
         with self.indexes.lock:
             ranked = self._rank(ranking, query.text, scope, profile, vector, self._pool(query))
         hits = self._preferred(self._hits(ranked), query.limit, now)
@@ -101,9 +101,12 @@ class SearchService:
 
     # The query vector --------------------------------------------------------------------
 
-    def _query_vector(self, query: SearchQuery) -> tuple[Profile | None, np.ndarray | None]:
+    def _query_vector(
+        self, query: SearchQuery, scope: Scope
+    ) -> tuple[Profile | None, np.ndarray | None]:
         """The profile and the vector of the query, or None where it has none. A caller's
-        vector needs an explicit profile; text is embedded only when the ranking may use it."""
+        vector needs an explicit profile; text is embedded only when the ranking may use it,
+        without the names of the speakers of most of the scope's conversations (`speakers`)."""
         if query.query_embedding is not None:
             if query.profile is None:
                 raise InputInvalid(
@@ -124,7 +127,7 @@ class SearchService:
         if query.ranking == "lexical" or not profile.can_embed:
             return profile, None
         try:
-            return profile, self.embeddings.embed_query(profile, query.text)
+            return profile, self.embeddings.embed_query(profile, self._asked(query.text, scope))
         except MemCastleError as exc:
             if query.ranking != "auto":
                 raise SemanticUnavailable(
@@ -137,6 +140,13 @@ class SearchService:
                 exc.message,
             )
             return profile, None
+
+    def _asked(self, text: str, scope: Scope) -> str:
+        """What the semantic leg embeds of the question: `text` without the names that speak
+        throughout the scope's conversations, which cannot tell them apart."""
+        with self.indexes.lock:
+            names = self.indexes.catalog.speakers_throughout(scope.wing, speakers.THROUGHOUT)
+        return speakers.without(text, names)
 
     def _why_no_vector(self, query: SearchQuery) -> str:
         if query.profile is None and self.embeddings.default is None:
