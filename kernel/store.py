@@ -229,6 +229,11 @@ class Store:
     def mode(self) -> str:
         return "remote" if self.url.startswith(("ws://", "wss://")) else "embedded"
 
+    @property
+    def releases_memory(self) -> bool:
+        """Whether `release_memory` gives anything back: only an embedded engine on disk."""
+        return self.url.startswith("surrealkv://")
+
     def open(self) -> None:
         if self.palace_path is not None:
             self.palace_path.mkdir(parents=True, exist_ok=True)
@@ -291,7 +296,7 @@ class Store:
         Queries wait while it runs (0.14-0.21 s at a million drawers); a session the
         database console opened ends with it. A remote store keeps its memory on its server,
         and one in memory (`mem://`) would lose its data: both are left as they are."""
-        if not self.url.startswith("surrealkv://") or self._db is None:
+        if not self.releases_memory or self._db is None:
             return
         with self._gate.closed():
             self._db.close()

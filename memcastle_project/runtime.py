@@ -17,6 +17,7 @@ from jobs.worker import JobWorker
 from kernel.config import Config
 from kernel.errors import MemCastleError
 from kernel.event_relay import EventRelay
+from kernel.memory import EngineMemory
 from kernel.store import MigrationState, Store
 from memcastle_project.composition import Services, compose
 
@@ -72,6 +73,7 @@ class Runtime:
         if self.daemon:
             retention = services.config.jobs.retention_days
             JobRetention(services.jobs, services.events, retention).start()
+            EngineMemory(services.store, services.events).start()
             services.supervisor.start()
 
     def begin_stop(self) -> None:
