@@ -7,8 +7,9 @@ speaks in most of the conversations a search can reach, it cannot tell them apar
 the semantic leg embeds the question without it; the lexical leg keeps every word, and a name
 that does narrow the scope (Priya across a palace of many conversations) stays in both. On the
 conversational benchmark with the local model this moved the semantic leg's any@10 from 0.679
-to 0.870 at the turn level and its any@5 from 0.907 to 0.957 at the session level; left in
-for a palace-wide search it halves it (docs/retrieval.md, "Names in the question").
+to 0.870 at the turn level and its any@5 from 0.907 to 0.957 at the session level; the names
+left out of every question, a search across the palace's 40 conversations found half as many
+(docs/retrieval.md, "Names in the question").
 
 A drawer's speakers are the labels of its turns when its text begins with one (the turns of
 `palace.embeddings.passages`): `Hannah` in `Hannah: an old Volvo estate mostly`, `user` in a
