@@ -8,14 +8,13 @@ record goes, with the rows it wrote for itself.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 
 from jobs.services import JobService
 from kernel.context import RequestContext
 from kernel.errors import MemCastleError
-from kernel.events import EventBus
+from kernel.events import EventBus, every
 from kernel.logs import fields
 
 logger = logging.getLogger(__name__)
@@ -34,10 +33,7 @@ class JobRetention:
         """Prune now and once a day, unless jobs are kept forever (`retention_days` 0)."""
         if self.retention_days == 0 or self._thread is not None:
             return
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow()), name="memcastle-job-retention", daemon=True
-        )
-        self._thread.start()
+        self._thread = every(self.events, EVERY_SECS, self.prune, "memcastle-job-retention")
 
     def prune(self) -> None:
         try:
@@ -48,18 +44,3 @@ class JobRetention:
             logger.warning(
                 "could not remove old jobs; tries again tomorrow", extra=fields(error=exc.code)
             )
-
-    async def _follow(self) -> None:
-        """Prune, then wait a day, reading the bus only to learn that it closed."""
-        subscription = self.events.subscribe(foreign=False)
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                await asyncio.to_thread(self.prune)
-                due = loop.time() + EVERY_SECS
-                while (left := due - loop.time()) > 0:
-                    await subscription.next(left)
-                    if subscription.closed:
-                        return
-        finally:
-            subscription.cancel()

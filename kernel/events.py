@@ -163,3 +163,26 @@ class EventBus:
     def subscriber_count(self) -> int:
         with self._lock:
             return len(self._subscribers)
+
+
+def every(bus: EventBus, seconds: float, work: Callable[[], None], name: str) -> threading.Thread:
+    """A thread that runs `work` now and then every `seconds` seconds until `bus` closes (at
+    shutdown), reading the bus only to learn that it closed; started."""
+
+    async def follow() -> None:
+        subscription = bus.subscribe(foreign=False)
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await asyncio.to_thread(work)
+                due = loop.time() + seconds
+                while (left := due - loop.time()) > 0:
+                    await subscription.next(left)
+                    if subscription.closed:
+                        return
+        finally:
+            subscription.cancel()
+
+    thread = threading.Thread(target=lambda: asyncio.run(follow()), name=name, daemon=True)
+    thread.start()
+    return thread

@@ -13,13 +13,12 @@ enough that its engine never grows that much never pauses for it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import threading
 from collections.abc import Callable
 
-from kernel.events import EventBus
+from kernel.events import EventBus, every
 from kernel.logs import fields
 from kernel.store import Store
 
@@ -64,10 +63,9 @@ class EngineMemory:
         engine on disk on a system that says how much memory the process holds."""
         if not self.store.releases_memory or self.resident() is None or self._thread is not None:
             return
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._follow()), name="memcastle-engine-memory", daemon=True
+        self._thread = every(
+            self.events, self.every_secs, self._check_logged, "memcastle-engine-memory"
         )
-        self._thread.start()
 
     def check(self) -> bool:
         """Release when the process has grown by `growth` over the least it held since the last
@@ -88,20 +86,6 @@ class EngineMemory:
             extra=fields(before_mib=now >> 20, after_mib=self._least >> 20),
         )
         return True
-
-    async def _follow(self) -> None:
-        subscription = self.events.subscribe(foreign=False)
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                await asyncio.to_thread(self._check_logged)
-                due = loop.time() + self.every_secs
-                while (left := due - loop.time()) > 0:
-                    await subscription.next(left)
-                    if subscription.closed:
-                        return
-        finally:
-            subscription.cancel()
 
     def _check_logged(self) -> None:
         try:
