@@ -2,9 +2,10 @@
 
 The embedded SurrealDB engine keeps every block it reads, and nothing this SDK offers bounds it
 (`Store.release_memory`). The daemon gives back what opening a large palace read; what it reads
-later stays: at a million drawers a job that reads every drawer (audit, repair, extract) adds
-about 1.5 GiB, the drawers that searches return up to as much again, and the daemon would hold
-them for its life (docs/benchmarks.md, "A million drawers"). So once a minute the daemon reads
+later stays: an audit reads every drawer (0.22 GiB more at 100,000 drawers; one scan of the
+drawer table alone leaves 1.49 GiB at a million), the drawers that searches return add up to as
+much again, and the daemon would hold them for its life (docs/benchmarks.md, "A million
+drawers"). So once a minute the daemon reads
 its resident memory, and when that has grown by `GROWTH` over the least it has been since the
 engine last gave its memory back, the engine gives it back again. Queries wait while it runs
 (0.14-0.21 s at a million drawers), and a database console session ends with it; a palace small
