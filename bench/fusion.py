@@ -24,10 +24,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Container, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from palace.search import fusion, lexical
 from palace.search.chatter import is_chatter
+from palace.search.speakers import voices
 from tests.eval import api, conversations, daemons
 from tests.eval.dataset import Dataset, load_dataset
 from tests.eval.harness import LIMIT, request_body
@@ -90,14 +91,23 @@ def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
 
 # -- fusion methods -----------------------------------------------------------------------------
 
-Chatter = Container[str]
-Method = Callable[[Leg, Leg, float, Chatter], dict[str, float]]
-"""(any-word lexical leg, semantic leg, the query's lexical mass, the drawers that are chatter)
--> fused scores."""
+
+class Shapes(NamedTuple):
+    """The drawers of a benchmark that are chatter and those that are dialogues, as the daemon's
+    catalog would say (`palace.search.chatter`, `palace.search.speakers`)."""
+
+    chatter: Container[str] = ()
+    dialogues: Container[str] = ()
+
+
+NO_SHAPES = Shapes()
+Method = Callable[[Leg, Leg, float, Shapes], dict[str, float]]
+"""(any-word lexical leg, semantic leg, the query's lexical mass, the drawers' shapes) -> fused
+scores."""
 
 
 def rrf(k: float = 60.0, lexical: float = 1.0, semantic: float = 1.0) -> Method:
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         fused: dict[str, float] = {}
         for weight, leg in ((lexical, lex), (semantic, sem)):
             for rank, (drawer, _score) in enumerate(leg, start=1):
@@ -133,7 +143,7 @@ def _max_norm(leg: Leg) -> dict[str, float]:
 def combined(normalise: Callable[[Leg], dict[str, float]], lexical: float = 0.5) -> Method:
     """A weighted sum of each leg's normalised scores; a leg that missed a drawer adds its floor."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         nl, ns = normalise(lex), normalise(sem)
         floor_l = min(nl.values(), default=0.0)
         floor_s = min(ns.values(), default=0.0)
@@ -157,7 +167,7 @@ def peaked(
 ) -> Method:
     """A normalised sum whose leg weights follow how peaked each leg's top scores are."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         pl, ps = _peak(lex, depth), _peak(sem, depth)
         weight = base if pl + ps == 0 else pl / (pl + ps)
         return combined(normalise, weight)(lex, sem, mass)
@@ -168,7 +178,7 @@ def peaked(
 def peaked_rrf(k: float = 60.0, depth: int = 5) -> Method:
     """Reciprocal rank with each leg weighted by how peaked its top scores are."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         pl, ps = _peak(lex, depth), _peak(sem, depth)
         total = pl + ps
         wl, ws = (0.5, 0.5) if total == 0 else (pl / total, ps / total)
@@ -181,7 +191,7 @@ def relative_sum(lexical: float = 1.0, semantic: float = 1.0, power: float = 1.0
     """Each leg's score divided by its best, raised to `power`, summed with weights: a leg's
     own confidence (how close a drawer is to its first) survives, unlike in rank fusion."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         nl, ns = _max_norm(lex), _max_norm(sem)
         return {
             d: lexical * nl.get(d, 0.0) ** power + semantic * ns.get(d, 0.0) ** power
@@ -195,7 +205,7 @@ def coverage(lexical: float = 0.5, cap: float = 1.0) -> Method:
     """BM25 over the query's lexical mass (the sum of its terms' IDF: about what a drawer holding
     each term once scores), so a match on function words weighs little; plus the cosine."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         nl = {d: min(cap, s / mass) if mass > 0 else 0.0 for d, s in lex}
         ns = dict(sem)
         floor = min(ns.values(), default=0.0)
@@ -213,7 +223,7 @@ def split(
     """Each leg normalised its own way, the lexical share from `low` to `high` with the lexical
     leg's coverage (the daemon's family: `chosen` is one of it)."""
 
-    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
         share = low if not lex or mass <= 0 else low + (high - low) * min(1.0, lex[0][1] / mass)
         nl, ns = lexical(lex), semantic(sem)
         floor = min(ns.values(), default=0.0)
@@ -222,18 +232,49 @@ def split(
     return fuse
 
 
-def chosen(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+def chosen(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
     """The daemon's own fusion (`palace.search.fusion`)."""
-    return {drawer: score for drawer, score, _ in fusion.fuse(lex, sem, mass, chatter)}
+    fused = fusion.fuse(lex, sem, mass, shapes.chatter, shapes.dialogues)
+    return {drawer: score for drawer, score, _ in fused}
 
 
-def unweighed(lex: Leg, sem: Leg, mass: float = 0.0, chatter: Chatter = ()) -> dict[str, float]:
+def unweighed(
+    lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES
+) -> dict[str, float]:
     """The daemon's fusion without weighing chatter down (before "Chatter")."""
-    return chosen(lex, sem, mass)
+    return chosen(lex, sem, mass, Shapes(dialogues=shapes.dialogues))
+
+
+def dialogues_alike(
+    lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES
+) -> dict[str, float]:
+    """The daemon's fusion with a dialogue's lexical match counted in full (before "Dialogues")."""
+    return chosen(lex, sem, mass, Shapes(chatter=shapes.chatter))
+
+
+def dialogue_share(share: float) -> Method:
+    """The daemon's fusion with another `DIALOGUE_SHARE` (it reads the constant at each call)."""
+
+    def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
+        kept = fusion.DIALOGUE_SHARE
+        fusion.DIALOGUE_SHARE = share
+        try:
+            return chosen(lex, sem, mass, shapes)
+        finally:
+            fusion.DIALOGUE_SHARE = kept
+
+    return fuse
 
 
 def methods() -> dict[str, Method]:
-    found: dict[str, Method] = {"rrf k60": rrf(), "chosen": chosen, "unweighed": unweighed}
+    found: dict[str, Method] = {
+        "rrf k60": rrf(),
+        "chosen": chosen,
+        "unweighed": unweighed,
+        "chosen, dialogues alike": dialogues_alike,
+    }
+    for share in (0.2, 0.3, 0.4, 0.6, 0.7, 0.85):
+        found[f"chosen, dialogue share {share}"] = dialogue_share(share)
     shares = ((0.2, 0.6), (0.2, 0.3), (0.2, 0.4), (0.3, 0.3), (0.1, 0.4))
     shares += ((0.1, 0.2), (0.1, 0.3), (0.15, 0.25), (0.05, 0.2), (0.1, 0.1), (0.15, 0.3))
     for low, high in shares:
@@ -263,10 +304,14 @@ def methods() -> dict[str, Method]:
     return found
 
 
-def chattering(benchmark: str) -> set[str]:
-    """The dataset ids of a benchmark's documents that are chatter."""
-    dataset = BENCHMARKS[benchmark][0]()
-    return {d.id for d in dataset.documents if is_chatter(d.content)}
+def shapes_of(benchmark: str) -> Shapes:
+    """The dataset ids of a benchmark's documents that are chatter, and of those that are
+    dialogues."""
+    documents = BENCHMARKS[benchmark][0]().documents
+    return Shapes(
+        chatter={d.id for d in documents if is_chatter(d.content)},
+        dialogues={d.id for d in documents if len(voices(d.content)) >= 2},
+    )
 
 
 def masses(benchmark: str) -> dict[str, float]:
@@ -300,7 +345,7 @@ def scored(record: dict[str, Any], method: Method | None, leg: str = "") -> list
             hits = [tuple(h) for h in q[leg][:limit]]
         else:
             lex, sem = _leg(q["lexical_any"], pool), _leg(q["semantic"], pool)
-            fused = method(lex, sem, record["mass"][q["id"]], record["chatter"])
+            fused = method(lex, sem, record["mass"][q["id"]], record["shapes"])
             hits = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
         ranked = order_ties([(names.get(d, "?" + d), s) for d, s in hits])
         metrics = score_query(ranked, q["grades"])
@@ -344,15 +389,15 @@ def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
     records = {p.stem: json.loads(p.read_text()) for p in sorted(data.glob("*.json"))}
     benchmarks = {r["benchmark"] for r in records.values()}
     mass = {b: masses(b) for b in benchmarks}
-    chatter = {b: chattering(b) for b in benchmarks}
+    shapes = {b: shapes_of(b) for b in benchmarks}
     for record in records.values():
         record["mass"] = mass[record["benchmark"]]
-        record["chatter"] = {
-            drawer
-            for q in record["queries"]
-            for drawer, name in q["names"].items()
-            if name in chatter[record["benchmark"]]
-        }
+        named = {d: name for q in record["queries"] for d, name in q["names"].items()}
+        of = shapes[record["benchmark"]]
+        record["shapes"] = Shapes(
+            chatter={d for d, name in named.items() if name in of.chatter},
+            dialogues={d for d, name in named.items() if name in of.dialogues},
+        )
     best = {name: best_leg(r) for name, r in records.items()}
     legs = {
         name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}

@@ -45,7 +45,7 @@ class Replay:
         self.record = json.loads(collected.read_text())
         self.asked = {q["id"]: q for q in self.record["queries"]}
         self.mass = replay.masses("session")
-        self.chatter = replay.chattering("session")
+        self.shapes = replay.shapes_of("session")
         self.names = {n for d in self.dataset.documents for n in voices(d.content)}
         self.windows = {
             d.id: self.model.embed_windows(self.model.windows(d.content))
@@ -83,8 +83,13 @@ class Replay:
         daemon_id = {name: drawer for drawer, name in collected["names"].items()}
         lexical = replay._leg(collected["lexical_any"], POOL)
         leg = [(daemon_id.get(name, "?" + name), score) for name, score in semantic]
-        chatter = {drawer for name, drawer in daemon_id.items() if name in self.chatter}
-        fused = replay.chosen(lexical, leg, self.mass[query.id], chatter)
+        shapes = replay.Shapes(
+            chatter={drawer for name, drawer in daemon_id.items() if name in self.shapes.chatter},
+            dialogues={
+                drawer for name, drawer in daemon_id.items() if name in self.shapes.dialogues
+            },
+        )
+        fused = replay.chosen(lexical, leg, self.mass[query.id], shapes)
         hits = sorted(fused.items(), key=lambda hit: (-hit[1], hit[0]))[:10]
         named = [(collected["names"].get(d, d.lstrip("?")), s) for d, s in hits]
         return score_query(order_ties(named), query.grades())["hit@5"]

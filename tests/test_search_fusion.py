@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from palace.search.chatter import is_chatter
-from palace.search.fusion import CHATTER_SHARE, LEXICAL_HIGH, LEXICAL_LOW, fuse, lexical_weight
+from palace.search.fusion import (
+    CHATTER_SHARE,
+    DIALOGUE_SHARE,
+    LEXICAL_HIGH,
+    LEXICAL_LOW,
+    fuse,
+    lexical_weight,
+)
 
 
 def test_the_formula_on_two_small_pools() -> None:
@@ -39,6 +46,23 @@ def test_the_lexical_weight_follows_its_first_hits_coverage() -> None:
     assert lexical_weight([("a", 0.0)], 5.0) == LEXICAL_LOW
     assert lexical_weight([("a", 9.0)], 5.0) == LEXICAL_HIGH
     assert LEXICAL_LOW < lexical_weight([("a", 2.0)], 5.0) < LEXICAL_HIGH
+
+
+def test_the_lexical_weight_is_less_when_its_first_hit_is_a_dialogue() -> None:
+    assert lexical_weight([("session", 9.0)], 5.0, {"session"}) == LEXICAL_HIGH * DIALOGUE_SHARE
+    assert lexical_weight([("turn", 9.0), ("session", 8.0)], 5.0, {"session"}) == LEXICAL_HIGH
+    assert lexical_weight([], 5.0, {"session"}) == LEXICAL_LOW
+
+
+def test_a_sessions_lexical_match_does_not_outrank_the_passage_that_answers() -> None:
+    """Sessions of one conversation: the one that mentions the question's words most leads
+    the lexical leg; the semantic leg's first hit, whose best passage answers, stays first. The
+    same pools of short drawers go the lexical leg's way."""
+    lexical = [("chatty", 6.0), ("answer", 5.0), ("other", 2.0)]
+    semantic = [("answer", 0.62), ("chatty", 0.58), ("other", 0.40)]
+    sessions = {"chatty", "answer", "other"}
+    assert fuse(lexical, semantic, 6.0, dialogues=sessions)[0][0] == "answer"
+    assert fuse(lexical, semantic, 6.0)[0][0] == "chatty"
 
 
 def test_a_match_on_common_words_leaves_the_semantic_order() -> None:

@@ -14,7 +14,8 @@ oracle reads every drawer and embedding back from the store and answers each que
 - semantic: cosine against each of the drawer's windows, the best one wins;
 - hybrid: pools of max(limit, 20) from each leg (lexical in OR mode) fused by
   `palace.search.fusion` with the query's lexical mass (the sum of its terms' IDF over the
-  store) and the drawers that are chatter, ties by id; the formula itself is tested in
+  store), the drawers that are chatter and those that are dialogues, ties by id; the formula
+  itself is tested in
   `tests/test_search_fusion.py`.
 
 Two sets of indexes are checked over the same store. The ones that followed every write (the
@@ -50,6 +51,7 @@ from palace.search.lexical import terms
 from palace.search.query import from_body
 from palace.search.repository import SearchRepository
 from palace.search.service import SearchService
+from palace.search.speakers import voices
 from tests.support.clock import Clock
 from tests.support.instants import rfc3339
 from tests.support.search_palace import CTX, DIMENSIONS, STANDIN, SearchPalace, instant
@@ -150,9 +152,17 @@ OPEN_END = 2**63
 
 def _content(rng: random.Random) -> str:
     """3-14 words, common ones more often; case and punctuation vary. One in twenty is chatter
-    (`palace.search.chatter`), which hybrid weighs down."""
+    (`palace.search.chatter`), which hybrid weighs down, and one in twenty a dialogue of two
+    speakers, whose lexical match hybrid counts for less."""
     if rng.random() < 0.05:
         return ", ".join(rng.choices(CHATTER, k=rng.randint(1, 4)))
+    if rng.random() < 0.05:
+        turns = range(rng.randint(2, 5))
+        return "\n".join(f"{('Ana', 'Bo')[turn % 2]}: {_words(rng)}" for turn in turns)
+    return _words(rng)
+
+
+def _words(rng: random.Random) -> str:
     weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(VOCABULARY))]
     words = rng.choices(VOCABULARY, weights=weights, k=rng.randint(3, 14))
     text = " ".join(words)
@@ -280,6 +290,7 @@ class Record:
     terms: frozenset[str]
     windows: np.ndarray | None  # unit rows, float64
     chatter: bool
+    dialogue: bool
 
 
 @dataclass(frozen=True)
@@ -352,6 +363,7 @@ class Oracle:
                     terms=frozenset(terms(row["content"])),
                     windows=vectors.get(row["id"]),
                     chatter=is_chatter(row["content"]),
+                    dialogue=len(voices(row["content"])) >= 2,
                 )
             )
         # BM25 statistics over every stored drawer, as an index holding exactly the store has.
@@ -455,7 +467,8 @@ class Oracle:
         lexical = self.lexical(ask, scope, every=False)[:pool]
         semantic = self.semantic(ask, scope)[:pool]
         chatter = {r.id for r in scope if r.chatter}
-        fused = fusion.fuse(lexical, semantic, self.mass(terms(ask.text)), chatter)
+        dialogues = {r.id for r in scope if r.dialogue}
+        fused = fusion.fuse(lexical, semantic, self.mass(terms(ask.text)), chatter, dialogues)
         return [(drawer_id, score) for drawer_id, score, _ in fused], lexical, semantic
 
 

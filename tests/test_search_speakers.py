@@ -111,6 +111,21 @@ def test_the_catalog_counts_conversations_not_drawers() -> None:
             )
 
 
+def test_a_drawer_where_two_or_more_speak_is_a_dialogue() -> None:
+    catalog = Catalog()
+    catalog.put(_drawer("session", "a", "Priya: hi\nOmar: hey\nPriya: bye"))
+    catalog.put(_drawer("monologue", "a", "Priya: hi\nPriya: anyone?"))
+    catalog.put(_drawer("turn", "a", "Omar: hey", uri="conv://a/s1"))
+    catalog.put(_drawer("note", "a", "no one speaks here"))
+    every = ["session", "monologue", "turn", "note", "unknown"]
+    assert catalog.dialogues_among(every) == {"session"}
+    assert Catalog.restore(catalog.state()).dialogues_among(every) == {"session"}
+    catalog.put(_drawer("session", "a", "Priya: it was a note after all"))
+    catalog.put(_drawer("note", "a", "Omar: hi\nChloe: hey"))
+    catalog.remove("note")
+    assert catalog.dialogues_among(every) == set()
+
+
 # On a real daemon: the query text the embedding command is given.
 
 

@@ -1,7 +1,8 @@
 """What the vector leg filters by: every drawer's scope fields, in numpy arrays; whether it is
 chatter (`palace.search.chatter`), which the hybrid ranking weighs down; and who speaks in it
 (`palace.search.speakers`), which the semantic leg's question leaves out where they speak
-throughout.
+throughout, and which makes a drawer where two or more speak a dialogue, whose lexical match the
+hybrid ranking counts for less (`palace.search.fusion`).
 
 A drawer has a row for the life of the daemon; a deleted drawer's row is marked dead. A scope
 becomes a boolean mask over the rows in well under a millisecond at 100,000 drawers, so the
@@ -103,6 +104,15 @@ class Catalog:
         return {
             d for d in drawer_ids if (row := self.rows.get(d)) is not None and self.chatter[row]
         }
+
+    def dialogues_among(self, drawer_ids: Iterable[str]) -> set[str]:
+        """Those of `drawer_ids` in which two or more people speak."""
+        return {d for d in drawer_ids if len(self._speakers(d)) >= 2}
+
+    def _speakers(self, drawer_id: str) -> tuple[str, ...]:
+        row = self.rows.get(drawer_id)
+        held = None if row is None else self._row_voices.get(row)
+        return () if held is None else held[1]
 
     def remove(self, drawer_id: str) -> None:
         row = self.rows.get(drawer_id)

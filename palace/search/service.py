@@ -179,10 +179,10 @@ class SearchService:
         semantic_hits = self._semantic(profile, vector, scope, pool)
         assert self.indexes.lexical is not None
         mass = self.indexes.lexical.mass(words)
-        chatter = self.indexes.catalog.chatter_among(
-            drawer_id for drawer_id, _ in lexical_hits + semantic_hits
-        )
-        return fusion.fuse(lexical_hits, semantic_hits, mass, chatter)[:limit]
+        catalog = self.indexes.catalog
+        chatter = catalog.chatter_among(drawer_id for drawer_id, _ in lexical_hits + semantic_hits)
+        dialogues = catalog.dialogues_among(drawer_id for drawer_id, _ in lexical_hits[:1])
+        return fusion.fuse(lexical_hits, semantic_hits, mass, chatter, dialogues)[:limit]
 
     def _lexical(self, text: str, scope: Scope, limit: int) -> list[tuple[str, float]]:
         """Every word first; any word only when nothing matched and there are several."""
