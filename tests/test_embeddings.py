@@ -392,12 +392,14 @@ def test_similar_sentences_have_the_reference_similarity(
 def test_the_quantized_model_stays_close_to_the_float_one(
     minilm: local.MiniLM, unquantized: local.MiniLM
 ) -> None:
+    """0.995 or more: with each product's input quantized on one scale these texts were at 0.991
+    to 0.995; row by row (scripts/gen_minilm_onnx.py, `by_rows`) 0.996 to 0.997."""
     texts = ["hello world", "yes, the blue one", "what did Caroline say in May", LONG]
     quantized, reference = minilm.embed_documents(texts), unquantized.embed_documents(texts)
     for ours, theirs in zip(quantized, reference, strict=True):
         assert ours.shape == theirs.shape and ours.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-        assert np.sum(ours * theirs, axis=1).min() >= 0.99
+        assert np.sum(ours * theirs, axis=1).min() >= 0.995
 
 
 LONG = " ".join(f"word{n} alpha beta" for n in range(300))
