@@ -121,8 +121,8 @@ def test_a_vector_is_attached_replaced_and_never_shown(
         "model": "all-MiniLM-L6-v2",
         "dimensions": 384,
         "pipeline": (
-            "minilm-l6-v2 onnx int8; windows 256/32; conversations also as passages of 6 turns; "
-            "mean pool; l2"
+            "minilm-l6-v2 onnx int8, feed-forward by row; windows 256/32; conversations also as "
+            "passages of 6 turns; mean pool; l2"
         ),
     }
     shown = client.get(f"/api/drawers/{drawer['id']}").json()
