@@ -39,11 +39,12 @@ from tests.eval.seeding import seed
 COLLECT_LIMIT = 200
 """The API's largest page: more than any scope of the benchmarks holds, so each leg is whole."""
 METRICS = ("hit@1", "hit@5", "hit@10", "all@10")
-BENCHMARKS: dict[str, tuple[Callable[[], Dataset], int]] = {
-    "judged": (load_dataset, LIMIT),
-    "session": (lambda: conversations.dataset("session"), conversations.LIMIT),
-    "turn": (lambda: conversations.dataset("turn"), conversations.LIMIT),
+BENCHMARKS: dict[str, tuple[Callable[[int], Dataset], int]] = {
+    "judged": (lambda _seed: load_dataset(), LIMIT),
+    "session": (lambda seed: conversations.dataset("session", seed), conversations.LIMIT),
+    "turn": (lambda seed: conversations.dataset("turn", seed), conversations.LIMIT),
 }
+"""Each benchmark's dataset, by the conversational generator's seed (the judged set has none)."""
 
 Leg = list[tuple[str, float]]
 """(daemon drawer id, leg score), best first, equal scores by id: the daemon's order."""
@@ -52,10 +53,11 @@ Leg = list[tuple[str, float]]
 # -- collection ---------------------------------------------------------------------------------
 
 
-def collect(benchmark: str, profile: str) -> dict[str, Any]:
-    """Seed one benchmark on a daemon of its own and record each query's legs."""
+def collect(benchmark: str, profile: str, seed_of: int = conversations.SEED) -> dict[str, Any]:
+    """Seed one benchmark on a daemon of its own and record each query's legs; `seed_of` the
+    conversations is the generator's seed (another than the committed one is a fresh draw)."""
     make, limit = BENCHMARKS[benchmark]
-    dataset = make()
+    dataset = make(seed_of)
     vectors = vectors_for(profile, dataset)
     with tempfile.TemporaryDirectory(prefix="memcastle-fusion-") as scratch:
         default = "" if profile == "standin" else profile
@@ -68,7 +70,13 @@ def collect(benchmark: str, profile: str) -> dict[str, Any]:
                 queries = [_legs(client, q, seeded, vectors) for q in dataset.queries]
         finally:
             daemon.stop()
-    return {"benchmark": benchmark, "profile": profile, "limit": limit, "queries": queries}
+    return {
+        "benchmark": benchmark,
+        "profile": profile,
+        "seed": seed_of,
+        "limit": limit,
+        "queries": queries,
+    }
 
 
 def _legs(client: Any, query: Any, seeded: Any, vectors: Any) -> dict[str, Any]:
@@ -304,19 +312,19 @@ def methods() -> dict[str, Method]:
     return found
 
 
-def shapes_of(benchmark: str) -> Shapes:
+def shapes_of(benchmark: str, seed_of: int = conversations.SEED) -> Shapes:
     """The dataset ids of a benchmark's documents that are chatter, and of those that are
     dialogues."""
-    documents = BENCHMARKS[benchmark][0]().documents
+    documents = BENCHMARKS[benchmark][0](seed_of).documents
     return Shapes(
         chatter={d.id for d in documents if is_chatter(d.content)},
         dialogues={d.id for d in documents if len(voices(d.content)) >= 2},
     )
 
 
-def masses(benchmark: str) -> dict[str, float]:
+def masses(benchmark: str, seed_of: int = conversations.SEED) -> dict[str, float]:
     """Each query's lexical mass: the sum of its terms' BM25 IDF over every filed text."""
-    dataset = BENCHMARKS[benchmark][0]()
+    dataset = BENCHMARKS[benchmark][0](seed_of)
     texts = [d.content for d in dataset.documents] + [s.content for s in dataset.supersessions]
     freq: dict[str, int] = {}
     for text in texts:
@@ -387,13 +395,14 @@ def best_leg(records: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
     records = {p.stem: json.loads(p.read_text()) for p in sorted(data.glob("*.json"))}
-    benchmarks = {r["benchmark"] for r in records.values()}
-    mass = {b: masses(b) for b in benchmarks}
-    shapes = {b: shapes_of(b) for b in benchmarks}
+    drawn = {(r["benchmark"], r.get("seed", conversations.SEED)) for r in records.values()}
+    mass = {key: masses(*key) for key in drawn}
+    shapes = {key: shapes_of(*key) for key in drawn}
     for record in records.values():
-        record["mass"] = mass[record["benchmark"]]
+        key = (record["benchmark"], record.get("seed", conversations.SEED))
+        record["mass"] = mass[key]
         named = {d: name for q in record["queries"] for d, name in q["names"].items()}
-        of = shapes[record["benchmark"]]
+        of = shapes[key]
         record["shapes"] = Shapes(
             chatter={d for d, name in named.items() if name in of.chatter},
             dialogues={d for d, name in named.items() if name in of.dialogues},
@@ -437,6 +446,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     grab.add_argument("--out", type=Path, required=True)
     grab.add_argument("--profile", action="append", choices=("standin", "local"))
     grab.add_argument("--benchmark", action="append", choices=tuple(BENCHMARKS))
+    grab.add_argument(
+        "--seed",
+        type=int,
+        default=conversations.SEED,
+        help="the conversations' generator seed (another is a fresh draw of the same generator)",
+    )
     table = sub.add_parser("compare")
     table.add_argument("--data", type=Path, required=True)
     table.add_argument("--only", action="append", default=[])
@@ -448,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for profile in args.profile or ("standin", "local"):
         for benchmark in args.benchmark or tuple(BENCHMARKS):
-            record = collect(benchmark, profile)
+            record = collect(benchmark, profile, args.seed)
             path = args.out / f"{benchmark}-{profile}.json"
             path.write_text(json.dumps(record))
             print(f"wrote {path}", file=sys.stderr, flush=True)
