@@ -10,8 +10,8 @@ time, to int8 with one scale per output column (so no copy of the weights is com
 installed), and each product's input is rounded to uint8 as it runs, the feed-forward products'
 after each token's row is scaled to one range. That takes less than half the CPU a window of the
 float graph, `minilm.onnx`, kept beside it to measure against; the vectors of the two have a
-cosine of 0.99 or more, and the retrieval figures of `tests/eval` stay within 0.01 of each other
-overall (docs/retrieval.md, "The quantized local model").
+cosine of 0.995 or more, and the retrieval figures of `tests/eval` stay within 0.01 of each other
+overall but for a question here and there (docs/retrieval.md, "Row by row").
 
 A text longer than one window of 256 tokens is cut into windows that share 32 tokens, and each
 window is embedded: a drawer is stored as all its windows, never silently truncated. A drawer that
