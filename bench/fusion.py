@@ -22,7 +22,7 @@ import json
 import math
 import sys
 import tempfile
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -322,6 +322,14 @@ def shapes_of(benchmark: str, seed_of: int = conversations.SEED) -> Shapes:
     )
 
 
+def drawers_shaped(shapes: Shapes, names: Mapping[str, str]) -> Shapes:
+    """`shapes` of dataset ids as the daemon's drawer ids, by `names` (drawer id -> dataset id)."""
+    return Shapes(
+        chatter={d for d, name in names.items() if name in shapes.chatter},
+        dialogues={d for d, name in names.items() if name in shapes.dialogues},
+    )
+
+
 def masses(benchmark: str, seed_of: int = conversations.SEED) -> dict[str, float]:
     """Each query's lexical mass: the sum of its terms' BM25 IDF over every filed text."""
     dataset = BENCHMARKS[benchmark][0](seed_of)
@@ -402,11 +410,7 @@ def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
         key = (record["benchmark"], record.get("seed", conversations.SEED))
         record["mass"] = mass[key]
         named = {d: name for q in record["queries"] for d, name in q["names"].items()}
-        of = shapes[key]
-        record["shapes"] = Shapes(
-            chatter={d for d, name in named.items() if name in of.chatter},
-            dialogues={d for d, name in named.items() if name in of.dialogues},
-        )
+        record["shapes"] = drawers_shaped(shapes[key], named)
     best = {name: best_leg(r) for name, r in records.items()}
     legs = {
         name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}

@@ -83,12 +83,7 @@ class Replay:
         daemon_id = {name: drawer for drawer, name in collected["names"].items()}
         lexical = replay._leg(collected["lexical_any"], POOL)
         leg = [(daemon_id.get(name, "?" + name), score) for name, score in semantic]
-        shapes = replay.Shapes(
-            chatter={drawer for name, drawer in daemon_id.items() if name in self.shapes.chatter},
-            dialogues={
-                drawer for name, drawer in daemon_id.items() if name in self.shapes.dialogues
-            },
-        )
+        shapes = replay.drawers_shaped(self.shapes, collected["names"])
         fused = replay.chosen(lexical, leg, self.mass[query.id], shapes)
         hits = sorted(fused.items(), key=lambda hit: (-hit[1], hit[0]))[:10]
         named = [(collected["names"].get(d, d.lstrip("?")), s) for d, s in hits]
