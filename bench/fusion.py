@@ -13,6 +13,7 @@ harness's figures to the last digit.
 
     .venv/bin/python -m bench.fusion collect --out /tmp/fusion        # both profiles, 3 datasets
     .venv/bin/python -m bench.fusion compare --data /tmp/fusion       # the table of methods
+    .venv/bin/python -m bench.fusion oracle --data /tmp/fusion        # one share per question
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import math
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -260,18 +262,31 @@ def dialogues_alike(
     return chosen(lex, sem, mass, Shapes(chatter=shapes.chatter))
 
 
-def dialogue_share(share: float) -> Method:
-    """The daemon's fusion with another `DIALOGUE_SHARE` (it reads the constant at each call)."""
+def with_constants(**constants: float) -> Method:
+    """The daemon's fusion with other values of its constants (`palace.search.fusion` reads
+    them at each call)."""
 
     def fuse(lex: Leg, sem: Leg, mass: float = 0.0, shapes: Shapes = NO_SHAPES) -> dict[str, float]:
-        kept = fusion.DIALOGUE_SHARE
-        fusion.DIALOGUE_SHARE = share
+        kept = {name: getattr(fusion, name) for name in constants}
+        for name, value in constants.items():
+            setattr(fusion, name, value)
         try:
             return chosen(lex, sem, mass, shapes)
         finally:
-            fusion.DIALOGUE_SHARE = kept
+            for name, value in kept.items():
+                setattr(fusion, name, value)
 
     return fuse
+
+
+def dialogue_share(share: float) -> Method:
+    """The daemon's fusion with another `DIALOGUE_SHARE`."""
+    return with_constants(DIALOGUE_SHARE=share)
+
+
+def fixed_share(share: float) -> Method:
+    """The daemon's fusion with the lexical share fixed: coverage and dialogues do not move it."""
+    return with_constants(LEXICAL_LOW=share, LEXICAL_HIGH=share, DIALOGUE_SHARE=1.0)
 
 
 def methods() -> dict[str, Method]:
@@ -401,7 +416,9 @@ def best_leg(records: dict[str, Any]) -> dict[str, dict[str, float]]:
     }
 
 
-def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
+def load(data: Path) -> dict[str, dict[str, Any]]:
+    """The collected runs in `data`, by file name, each with its queries' lexical masses and its
+    drawers' shapes."""
     records = {p.stem: json.loads(p.read_text()) for p in sorted(data.glob("*.json"))}
     drawn = {(r["benchmark"], r.get("seed", conversations.SEED)) for r in records.values()}
     mass = {key: masses(*key) for key in drawn}
@@ -411,6 +428,11 @@ def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
         record["mass"] = mass[key]
         named = {d: name for q in record["queries"] for d, name in q["names"].items()}
         record["shapes"] = drawers_shaped(shapes[key], named)
+    return records
+
+
+def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
+    records = load(data)
     best = {name: best_leg(r) for name, r in records.items()}
     legs = {
         name: {leg: cells(scored(r, None, leg))["all"] for leg in ("lexical", "semantic")}
@@ -439,6 +461,67 @@ def compare(data: Path, only: Sequence[str], *, detail: bool = False) -> None:
         print(f"{label:24} below {below:3} worst {worst:+.3f}  " + "  ".join(overall))
 
 
+def oracle(data: Path, step: float = 0.025) -> None:
+    """How far a lexical share chosen for each question could go: the share, from 0 to 1 by
+    `step`, whose ranking falls short of the better leg's in the fewest metrics, then scores
+    most, chosen by looking at the answer. No fusion can know it; it bounds what any rule for
+    the share, fed by whatever the legs' scores say, could reach. Also: when the two legs' first
+    hits differ, which one is right, by where the lexical leg's first stands in the semantic
+    leg's ranking."""
+    shares = [i * step for i in range(round(1 / step) + 1)]
+    for name, record in load(data).items():
+        legs = {leg: scored(record, None, leg) for leg in ("lexical", "semantic")}
+        daemon = scored(record, chosen)
+        by_share = [scored(record, fixed_share(share)) for share in shares]
+        picked, more, less = [], 0, 0
+        for i, (q, own) in enumerate(zip(record["queries"], daemon, strict=True)):
+            floor = {m: max(legs["lexical"][i][m], legs["semantic"][i][m]) for m in METRICS}
+
+            def rank(row: dict[str, Any], floor: dict[str, float] = floor) -> tuple[int, float]:
+                short = sum(row[m] < floor[m] - 1e-9 for m in METRICS)
+                return short, -sum(row[m] for m in METRICS)
+
+            best = min(rank(rows[i]) for rows in by_share)
+            picked.append(next(rows[i] for rows in by_share if rank(rows[i]) == best))
+            if rank(own) <= best:
+                continue
+            good = [s for s, rows in zip(shares, by_share, strict=True) if rank(rows[i]) == best]
+            lex = _leg(q["lexical_any"], fusion.pool(record["limit"]))
+            share = fusion.lexical_weight(lex, record["mass"][q["id"]], record["shapes"].dialogues)
+            more += min(good) > share
+            less += max(good) < share
+        for label, rows in (("the daemon's share", daemon), ("the best share each", picked)):
+            figures = cells(rows)
+            below = len(shortfall(figures, best_leg(record)))
+            print(f"{name:16} {label:20} {_fmt(figures['all'])}  below the best leg {below}")
+        print(
+            f"{name:16} questions the daemon's share ranks worse than the best: {more + less}"
+            f" of {len(daemon)} (a larger share would do: {more}, a smaller: {less})"
+        )
+        for depth, counts in first_hits(record).items():
+            right = dict(sorted(counts.items()))
+            print(f"{name:16} lexical first is the semantic leg's {depth}: {right}")
+
+
+def first_hits(record: dict[str, Any]) -> dict[str, Counter[str]]:
+    """Of the questions whose legs put different drawers first, which first hit is evidence,
+    by the semantic leg's rank of the lexical leg's first hit (2, 3, 4-5, lower or none)."""
+    found: dict[str, Counter[str]] = {}
+    for q in record["queries"]:
+        lex, sem = q["lexical_any"], q["semantic"]
+        if not lex or not sem or lex[0][0] == sem[0][0]:
+            continue
+        evidence = {d for d, name in q["names"].items() if q["grades"].get(name, 0) > 0}
+        order = [d for d, _ in sem]
+        at = order.index(lex[0][0]) + 1 if lex[0][0] in order else 0
+        depth = "2" if at == 2 else "3" if at == 3 else "4-5" if 4 <= at <= 5 else "lower"
+        right = " and ".join(
+            leg for leg, hits in (("lexical", lex), ("semantic", sem)) if hits[0][0] in evidence
+        )
+        found.setdefault(depth, Counter())[right or "neither"] += 1
+    return dict(sorted(found.items()))
+
+
 def _fmt(metrics: dict[str, float]) -> str:
     return " ".join(f"{metrics[m]:.3f}" for m in METRICS)
 
@@ -460,7 +543,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     table.add_argument("--data", type=Path, required=True)
     table.add_argument("--only", action="append", default=[])
     table.add_argument("--detail", action="store_true", help="each run's cells below the best leg")
+    bound = sub.add_parser("oracle", help="how far a lexical share chosen per question could go")
+    bound.add_argument("--data", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "oracle":
+        oracle(args.data)
+        return 0
     if args.command == "compare":
         compare(args.data, args.only, detail=args.detail)
         return 0
