@@ -481,18 +481,20 @@ def oracle(data: Path, step: float = 0.025) -> None:
                 short = sum(row[m] < floor[m] - 1e-9 for m in METRICS)
                 return short, -sum(row[m] for m in METRICS)
 
-            best = min(rank(rows[i]) for rows in by_share)
-            picked.append(next(rows[i] for rows in by_share if rank(rows[i]) == best))
+            ranks = [rank(rows[i]) for rows in by_share]
+            best = min(ranks)
+            picked.append(by_share[ranks.index(best)][i])
             if rank(own) <= best:
                 continue
-            good = [s for s, rows in zip(shares, by_share, strict=True) if rank(rows[i]) == best]
+            good = [s for s, r in zip(shares, ranks, strict=True) if r == best]
             lex = _leg(q["lexical_any"], fusion.pool(record["limit"]))
             share = fusion.lexical_weight(lex, record["mass"][q["id"]], record["shapes"].dialogues)
             more += min(good) > share
             less += max(good) < share
+        floor_cells = best_leg(record)
         for label, rows in (("the daemon's share", daemon), ("the best share each", picked)):
             figures = cells(rows)
-            below = len(shortfall(figures, best_leg(record)))
+            below = len(shortfall(figures, floor_cells))
             print(f"{name:16} {label:20} {_fmt(figures['all'])}  below the best leg {below}")
         print(
             f"{name:16} questions the daemon's share ranks worse than the best: {more + less}"
